@@ -1,0 +1,38 @@
+// The gradient checker: compares an op's or module's analytic gradients with central
+// differences, with the gradients pre-filled with garbage so that an op that overwrites
+// instead of accumulating, or forgets a gradient, fails.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "normnet/module.hpp"
+
+namespace normnet {
+
+/// Tolerances and step of gradcheck; float32 central differences need loose-ish tolerances.
+struct GradcheckOptions {
+    double eps = 1e-3;   // finite-difference step
+    double atol = 2e-3;  // |analytic - numeric| <= atol + rtol * |numeric|
+    double rtol = 2e-2;
+    uint64_t seed = 1;   // for the output projection and the garbage pre-fill
+};
+
+/// What gradcheck found: ok, or the first mismatch described in `message`.
+struct GradcheckResult {
+    bool ok = true;
+    std::string message;
+    int64_t checked = 0;  // number of elements compared
+};
+
+/// Checks the gradients of sum(fn(inputs) * w), for a fixed random w, with respect to every
+/// input that requires grad. fn may read other tensors too (e.g. a module's parameters, when
+/// they are passed in `inputs`): inputs are perturbed in place.
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                          const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+
+/// gradcheck of module(x) with respect to x (when it requires grad) and every parameter.
+GradcheckResult gradcheck(Module& module, const Tensor& x, const GradcheckOptions& options = {});
+
+}  // namespace normnet

@@ -1,0 +1,165 @@
+// The layer zoo: options structs with PyTorch's defaults and the layers built from them
+// (Linear, ReLU, Identity, LayerNorm, BatchNorm1d, RMSNorm) and Sequential, which chains them.
+// Parameter names, shapes and initialisation follow PyTorch, so state_dicts mean the same.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "normnet/module.hpp"
+
+namespace normnet {
+
+/// Options of Linear (torch.nn.Linear).
+struct LinearOptions {
+    int64_t in_features = 0;
+    int64_t out_features = 0;
+    bool bias = true;
+};
+
+/// y = x W^T + b with weight [out_features, in_features] and bias [out_features], both
+/// initialised from U(-1/sqrt(in_features), 1/sqrt(in_features)) as in PyTorch.
+class Linear : public Module {
+public:
+    explicit Linear(const LinearOptions& options);
+    Linear(int64_t in_features, int64_t out_features, bool bias = true)
+        : Linear(LinearOptions{in_features, out_features, bias}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "Linear"; }
+    std::string extra_repr() const override;
+    /// Draws fresh initial values from the default generator.
+    void reset_parameters();
+    const LinearOptions& options() const { return options_; }
+
+    Tensor weight;
+    Tensor bias;  // undefined when options.bias is false
+
+private:
+    LinearOptions options_;
+};
+
+/// max(x, 0) elementwise.
+class ReLU : public Module {
+public:
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "ReLU"; }
+};
+
+/// Returns its input unchanged (a placeholder, e.g. for "no normalisation").
+class Identity : public Module {
+public:
+    Tensor forward(const Tensor& x) override { return x; }
+    std::string type_name() const override { return "Identity"; }
+};
+
+/// Options of LayerNorm (torch.nn.LayerNorm).
+struct LayerNormOptions {
+    std::vector<int64_t> normalized_shape;
+    double eps = 1e-5;
+    bool elementwise_affine = true;
+    bool bias = true;  // only with elementwise_affine
+};
+
+/// Normalises each sample over its trailing normalized_shape dimensions (mean and biased
+/// variance of that sample), then scales by weight (init 1) and shifts by bias (init 0).
+class LayerNorm : public Module {
+public:
+    explicit LayerNorm(const LayerNormOptions& options);
+    LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5)
+        : LayerNorm(LayerNormOptions{std::move(normalized_shape), eps}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "LayerNorm"; }
+    std::string extra_repr() const override;
+    void reset_parameters();
+    const LayerNormOptions& options() const { return options_; }
+
+    Tensor weight;  // undefined without elementwise_affine
+    Tensor bias;    // undefined without elementwise_affine or bias
+
+private:
+    LayerNormOptions options_;
+};
+
+/// Options of BatchNorm1d (torch.nn.BatchNorm1d). An empty momentum averages all batches
+/// seen so far (PyTorch's momentum=None).
+struct BatchNorm1dOptions {
+    int64_t num_features = 0;
+    double eps = 1e-5;
+    std::optional<double> momentum = 0.1;
+    bool affine = true;
+    bool track_running_stats = true;
+};
+
+/// Normalises each channel over the batch (input [N, C] or [N, C, L]). Training uses the batch
+/// statistics and updates running_mean/running_var/num_batches_tracked; eval uses the running ones.
+class BatchNorm1d : public Module {
+public:
+    explicit BatchNorm1d(const BatchNorm1dOptions& options);
+    explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{num_features}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "BatchNorm1d"; }
+    std::string extra_repr() const override;
+    void reset_parameters();
+    void reset_running_stats();
+    const BatchNorm1dOptions& options() const { return options_; }
+
+    Tensor weight, bias;                     // undefined without affine
+    Tensor running_mean, running_var;        // undefined without track_running_stats
+    Tensor num_batches_tracked;              // one value; saved as int64 in checkpoints
+
+private:
+    BatchNorm1dOptions options_;
+};
+
+/// Options of RMSNorm (torch.nn.RMSNorm). An empty eps means float32's machine epsilon.
+struct RMSNormOptions {
+    std::vector<int64_t> normalized_shape;
+    std::optional<double> eps = std::nullopt;
+    bool elementwise_affine = true;
+};
+
+/// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dimensions.
+class RMSNorm : public Module {
+public:
+    explicit RMSNorm(const RMSNormOptions& options);
+    RMSNorm(std::vector<int64_t> normalized_shape) : RMSNorm(RMSNormOptions{std::move(normalized_shape)}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "RMSNorm"; }
+    std::string extra_repr() const override;
+    void reset_parameters();
+    const RMSNormOptions& options() const { return options_; }
+
+    Tensor weight;  // undefined without elementwise_affine
+
+private:
+    RMSNormOptions options_;
+};
+
+/// Runs its children in order, each on the previous one's output; children are named "0", "1", ...
+class Sequential : public Module {
+public:
+    Sequential() = default;
+    Sequential(std::initializer_list<AnyModule> modules);
+    /// Appends a module, named by its index.
+    void push_back(AnyModule module);
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "Sequential"; }
+    size_t size() const { return named_children().size(); }
+    const std::shared_ptr<Module>& operator[](size_t index) const;
+    /// The child at `index` as type M (throws normnet::Error when it is another type).
+    template <class M>
+    std::shared_ptr<M> at(size_t index) const {
+        auto m = std::dynamic_pointer_cast<M>((*this)[index]);
+        check(m != nullptr, "Sequential::at: module ", index, " is a ", (*this)[index]->type_name());
+        return m;
+    }
+};
+
+/// Formats a double as Python's repr does (1e-05, 0.1, 1.0), for PyTorch-identical printing.
+std::string python_float_repr(double value);
+
+}  // namespace normnet

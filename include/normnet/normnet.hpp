@@ -1,0 +1,11 @@
+// The whole public API of normnet in one include.
+#pragma once
+
+#include "normnet/autograd.hpp"
+#include "normnet/checkpoint.hpp"
+#include "normnet/error.hpp"
+#include "normnet/gradcheck.hpp"
+#include "normnet/layers.hpp"
+#include "normnet/module.hpp"
+#include "normnet/ops.hpp"
+#include "normnet/tensor.hpp"

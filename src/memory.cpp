@@ -1,0 +1,140 @@
+// Caching allocators. Training repeats the same allocations every step (activations, gradients,
+// graph nodes); keeping freed blocks in free lists by size class makes every step after the
+// first free of heap traffic, as PyTorch's caching allocators do. Builds with sanitizers
+// (NORMNET_NO_POOL) go straight to the heap so use-after-free is still caught.
+#include <array>
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "memory.hpp"
+#include "normnet/detail/pool.hpp"
+#include "normnet/tensor.hpp"
+
+namespace normnet::detail {
+namespace {
+
+struct FreeBlock {
+    FreeBlock* next;
+};
+
+// Small objects (tensor handles, graph nodes): classes of 16 bytes up to 1 KiB.
+constexpr std::size_t kSmallGranule = 16;
+constexpr std::size_t kSmallMax = 1024;
+// Float buffers: four classes per power of two, so at most 25% is wasted.
+constexpr std::size_t kBufferAlign = 64;
+constexpr int kBufferClasses = 256;
+
+struct Lists {
+    std::mutex mutex;
+    std::array<FreeBlock*, kSmallMax / kSmallGranule + 1> small{};
+    std::array<FreeBlock*, kBufferClasses> buffers{};
+};
+
+Lists& lists() {
+    static Lists* l = new Lists();  // never destroyed: tensors may die after static destructors run
+    return *l;
+}
+
+std::size_t small_class(std::size_t bytes) { return (bytes + kSmallGranule - 1) / kSmallGranule; }
+
+// Returns the class index and the rounded byte size of a buffer of `bytes`.
+std::pair<int, std::size_t> buffer_class(std::size_t bytes) {
+    if (bytes <= kBufferAlign) return {0, kBufferAlign};
+    const int k = std::bit_width(bytes - 1) - 1;  // 2^k < bytes <= 2^(k+1), k >= 6
+    const std::size_t quarter = std::size_t{1} << (k - 2);
+    const std::size_t steps = (bytes - (std::size_t{1} << k) + quarter - 1) / quarter;  // 1..4
+    return {1 + (k - 6) * 4 + static_cast<int>(steps) - 1, (std::size_t{1} << k) + steps * quarter};
+}
+
+}  // namespace
+
+void* pool_allocate(std::size_t bytes) {
+#ifndef NORMNET_NO_POOL
+    if (bytes <= kSmallMax) {
+        const std::size_t c = small_class(bytes);
+        Lists& l = lists();
+        {
+            std::lock_guard lock(l.mutex);
+            if (FreeBlock* b = l.small[c]) {
+                l.small[c] = b->next;
+                return b;
+            }
+        }
+        return ::operator new(c * kSmallGranule);
+    }
+#endif
+    return ::operator new(bytes);
+}
+
+void pool_deallocate(void* block, std::size_t bytes) noexcept {
+#ifndef NORMNET_NO_POOL
+    if (bytes <= kSmallMax) {
+        const std::size_t c = small_class(bytes);
+        Lists& l = lists();
+        std::lock_guard lock(l.mutex);
+        auto* b = static_cast<FreeBlock*>(block);
+        b->next = l.small[c];
+        l.small[c] = b;
+        return;
+    }
+#endif
+    ::operator delete(block);
+}
+
+float* buffer_allocate(int64_t numel) {
+    const std::size_t bytes = static_cast<std::size_t>(numel > 0 ? numel : 1) * sizeof(float);
+    const auto [c, rounded] = buffer_class(bytes);
+#ifndef NORMNET_NO_POOL
+    Lists& l = lists();
+    {
+        std::lock_guard lock(l.mutex);
+        if (FreeBlock* b = l.buffers[static_cast<std::size_t>(c)]) {
+            l.buffers[static_cast<std::size_t>(c)] = b->next;
+            return reinterpret_cast<float*>(b);
+        }
+    }
+#endif
+    return static_cast<float*>(::operator new(rounded, std::align_val_t(kBufferAlign)));
+}
+
+void buffer_deallocate(float* data, int64_t numel) noexcept {
+#ifndef NORMNET_NO_POOL
+    const std::size_t bytes = static_cast<std::size_t>(numel > 0 ? numel : 1) * sizeof(float);
+    const int c = buffer_class(bytes).first;
+    Lists& l = lists();
+    std::lock_guard lock(l.mutex);
+    auto* b = reinterpret_cast<FreeBlock*>(data);
+    b->next = l.buffers[static_cast<std::size_t>(c)];
+    l.buffers[static_cast<std::size_t>(c)] = b;
+#else
+    (void)numel;
+    ::operator delete(data, std::align_val_t(kBufferAlign));
+#endif
+}
+
+void release_cached_memory() noexcept {
+    Lists& l = lists();
+    std::lock_guard lock(l.mutex);
+    for (auto& head : l.small) {
+        while (head) {
+            FreeBlock* next = head->next;
+            ::operator delete(head);
+            head = next;
+        }
+    }
+    for (auto& head : l.buffers) {
+        while (head) {
+            FreeBlock* next = head->next;
+            ::operator delete(head, std::align_val_t(kBufferAlign));
+            head = next;
+        }
+    }
+}
+
+}  // namespace normnet::detail
+
+namespace normnet {
+void empty_cache() { detail::release_cached_memory(); }
+}  // namespace normnet

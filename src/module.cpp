@@ -1,0 +1,169 @@
+// Module: registration of parameters, buffers and children; recursive traversal for names,
+// state_dict, train/eval and zero_grad; PyTorch-style printing.
+#include "normnet/module.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <typeinfo>
+
+#include "normnet/autograd.hpp"
+
+namespace normnet {
+
+Tensor find_tensor(const NamedTensors& list, const std::string& name) {
+    for (const auto& [key, t] : list) {
+        if (key == name) return t;
+    }
+    return Tensor();
+}
+
+Tensor Module::forward(const Tensor&) {
+    fail(type_name(), " has no single-input forward(); call its own forward");
+}
+
+std::string Module::type_name() const {
+    const char* mangled = typeid(*this).name();
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    std::string name = status == 0 && demangled ? demangled : mangled;
+    std::free(demangled);
+    const auto colon = name.rfind("::");
+    return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+namespace {
+void check_new_name(const std::string& name, const NamedTensors& params, const NamedTensors& buffers,
+                    const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children) {
+    check(!name.empty() && name.find('.') == std::string::npos, "invalid module member name '", name,
+          "': it must be non-empty and contain no '.'");
+    bool taken = !find_tensor(params, name).defined() && !find_tensor(buffers, name).defined();
+    for (const auto& [key, child] : children) taken = taken && key != name;
+    check(taken, "attribute '", name, "' is already registered");
+}
+}  // namespace
+
+Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+    check_new_name(name, parameters_, buffers_, children_);
+    check(tensor.defined(), "register_parameter: '", name, "' is an undefined tensor");
+    check(tensor.is_leaf(), "register_parameter: '", name, "' must be a leaf tensor (detach it first)");
+    tensor.requires_grad_(requires_grad);
+    parameters_.emplace_back(name, tensor);
+    return tensor;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
+    check_new_name(name, parameters_, buffers_, children_);
+    check(tensor.defined(), "register_buffer: '", name, "' is an undefined tensor");
+    buffers_.emplace_back(name, tensor);
+    return tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+    check_new_name(name, parameters_, buffers_, children_);
+    check(module != nullptr, "register_module: '", name, "' is null");
+    children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(NamedTensors& out, const std::string& prefix, bool params, bool buffers, bool recurse) const {
+    if (params) {
+        for (const auto& [name, t] : parameters_) out.emplace_back(prefix + name, t);
+    }
+    if (buffers) {
+        for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
+    }
+    if (!recurse) return;
+    for (const auto& [name, child] : children_) child->collect(out, prefix + name + ".", params, buffers, true);
+}
+
+NamedTensors Module::named_parameters(bool recurse) const {
+    NamedTensors out;
+    collect(out, "", true, false, recurse);
+    return out;
+}
+
+NamedTensors Module::named_buffers(bool recurse) const {
+    NamedTensors out;
+    collect(out, "", false, true, recurse);
+    return out;
+}
+
+namespace {
+std::vector<Tensor> values(const NamedTensors& named) {
+    std::vector<Tensor> out;
+    out.reserve(named.size());
+    for (const auto& [name, t] : named) out.push_back(t);
+    return out;
+}
+}  // namespace
+
+std::vector<Tensor> Module::parameters(bool recurse) const { return values(named_parameters(recurse)); }
+std::vector<Tensor> Module::buffers(bool recurse) const { return values(named_buffers(recurse)); }
+
+NamedTensors Module::state_dict() const {
+    NamedTensors out;
+    collect(out, "", true, true, true);
+    return out;
+}
+
+void Module::load_state_dict(const NamedTensors& state, bool strict) {
+    const NamedTensors mine = state_dict();
+    if (strict) {
+        for (const auto& [name, t] : state) {
+            check(find_tensor(mine, name).defined(), "load_state_dict: unexpected key \"", name, "\" in state_dict");
+        }
+    }
+    NoGradGuard no_grad;
+    for (const auto& [name, target] : mine) {
+        const Tensor source = find_tensor(state, name);
+        if (!source.defined()) {
+            check(!strict, "load_state_dict: missing key \"", name, "\" in state_dict");
+            continue;
+        }
+        check(source.shape() == target.shape(), "load_state_dict: size mismatch for ", name,
+              ": copying a param with shape ", source.shape().str(), ", the shape in current model is ",
+              target.shape().str());
+        target.detach().copy_(source);
+    }
+}
+
+void Module::train(bool on) {
+    training_ = on;
+    for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad(bool set_to_none) {
+    for (auto& p : parameters()) {
+        if (set_to_none) {
+            p.set_grad(Tensor());
+        } else if (p.grad().defined()) {
+            p.grad().zero_();
+        }
+    }
+}
+
+void Module::repr(std::string& out, int indent) const {
+    out += type_name() + "(";
+    const std::string extra = extra_repr();
+    if (children_.empty()) {
+        out += extra + ")";
+        return;
+    }
+    const std::string pad(static_cast<size_t>(indent + 2), ' ');
+    out += "\n";
+    if (!extra.empty()) out += pad + extra + "\n";
+    for (const auto& [name, child] : children_) {
+        out += pad + "(" + name + "): ";
+        child->repr(out, indent + 2);
+        out += "\n";
+    }
+    out += std::string(static_cast<size_t>(indent), ' ') + ")";
+}
+
+std::string Module::to_string() const {
+    std::string out;
+    repr(out, 0);
+    return out;
+}
+
+}  // namespace normnet

@@ -1,0 +1,17 @@
+// Internal: row-major single-precision GEMM, C = alpha * op(A) @ op(B) + beta * C, through
+// OpenBLAS, plus the naive reference the tests compare it with.
+#pragma once
+
+#include <cstdint>
+
+namespace normnet::detail {
+
+// C: [M, N], op(A): [M, K], op(B): [K, N]; lda/ldb/ldc are the row strides of A, B, C as stored.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// The same product with three plain loops (double accumulation), for testing gemm().
+void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+}  // namespace normnet::detail

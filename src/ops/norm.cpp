@@ -1,0 +1,358 @@
+// Normalisations with their backwards: layer_norm, batch_norm, rms_norm. Each forward saves the
+// per-group mean and rstd = 1 / sqrt(var + eps); each backward is one fused pass per group
+// computing the input, weight and bias gradients together. Statistics accumulate in double
+// over two passes (never E[x^2] - E[x]^2), so inputs with a large common offset stay exact.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "normnet/autograd.hpp"
+#include "normnet/ops.hpp"
+
+namespace normnet {
+namespace detail {
+
+// out: [N, H], mean: [N], rstd: [N], inp: [N, H], weight: [H], bias: [H] (weight, bias may be null)
+void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                        const float* bias, int64_t N, int64_t H, double eps) {
+    for (int64_t n = 0; n < N; ++n) {
+        const float* x = inp + n * H;
+        float* y = out + n * H;
+        double sum = 0.0;
+        for (int64_t i = 0; i < H; ++i) sum += x[i];
+        const double m = sum / static_cast<double>(H);
+        double sq = 0.0;
+        for (int64_t i = 0; i < H; ++i) {
+            const double d = x[i] - m;
+            sq += d * d;
+        }
+        const double s = 1.0 / std::sqrt(sq / static_cast<double>(H) + eps);
+        for (int64_t i = 0; i < H; ++i) {
+            const float xhat = static_cast<float>((x[i] - m) * s);
+            y[i] = (weight ? xhat * weight[i] : xhat) + (bias ? bias[i] : 0.0f);
+        }
+        mean[n] = static_cast<float>(m);
+        rstd[n] = static_cast<float>(s);
+    }
+}
+
+// dinp: [N, H] +=, dweight: [H] +=, dbias: [H] += (each may be null);
+// dout: [N, H], inp: [N, H], mean: [N], rstd: [N], weight: [H] (may be null)
+void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                         const float* mean, const float* rstd, const float* weight, int64_t N, int64_t H) {
+    for (int64_t n = 0; n < N; ++n) {
+        const float* dy = dout + n * H;
+        const float* x = inp + n * H;
+        const float m = mean[n], s = rstd[n];
+        // The two row means that couple every dx of the row to every dy.
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        for (int64_t i = 0; i < H; ++i) {
+            const float xhat = (x[i] - m) * s;
+            const float dnorm = weight ? dy[i] * weight[i] : dy[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * xhat;
+        }
+        dnorm_mean /= static_cast<float>(H);
+        dnorm_norm_mean /= static_cast<float>(H);
+        float* dx = dinp ? dinp + n * H : nullptr;
+        for (int64_t i = 0; i < H; ++i) {
+            const float xhat = (x[i] - m) * s;
+            if (dbias) dbias[i] += dy[i];
+            if (dweight) dweight[i] += dy[i] * xhat;
+            if (dx) {
+                const float dnorm = weight ? dy[i] * weight[i] : dy[i];
+                dx[i] += (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * s;
+            }
+        }
+    }
+}
+
+// out: [N, H], rstd: [N], inp: [N, H], weight: [H] (may be null)
+void rms_norm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N, int64_t H,
+                      double eps) {
+    for (int64_t n = 0; n < N; ++n) {
+        const float* x = inp + n * H;
+        float* y = out + n * H;
+        double sq = 0.0;
+        for (int64_t i = 0; i < H; ++i) sq += static_cast<double>(x[i]) * x[i];
+        const double s = 1.0 / std::sqrt(sq / static_cast<double>(H) + eps);
+        for (int64_t i = 0; i < H; ++i) {
+            const float xhat = static_cast<float>(x[i] * s);
+            y[i] = weight ? xhat * weight[i] : xhat;
+        }
+        rstd[n] = static_cast<float>(s);
+    }
+}
+
+// dinp: [N, H] +=, dweight: [H] += (either may be null); dout, inp: [N, H]; rstd: [N]; weight: [H] or null
+void rms_norm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* rstd,
+                       const float* weight, int64_t N, int64_t H) {
+    for (int64_t n = 0; n < N; ++n) {
+        const float* dy = dout + n * H;
+        const float* x = inp + n * H;
+        const float s = rstd[n];
+        float dnorm_norm_mean = 0.0f;
+        for (int64_t i = 0; i < H; ++i) dnorm_norm_mean += (weight ? dy[i] * weight[i] : dy[i]) * x[i] * s;
+        dnorm_norm_mean /= static_cast<float>(H);
+        float* dx = dinp ? dinp + n * H : nullptr;
+        for (int64_t i = 0; i < H; ++i) {
+            const float xhat = x[i] * s;
+            if (dweight) dweight[i] += dy[i] * xhat;
+            if (dx) dx[i] += ((weight ? dy[i] * weight[i] : dy[i]) - xhat * dnorm_norm_mean) * s;
+        }
+    }
+}
+
+// Per-channel statistics of inp: [N, C, L] (L = 1 for [N, C] input): mean: [C] and the biased
+// variance var: [C], accumulated in double.
+void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L) {
+    const double count = static_cast<double>(N * L);
+    for (int64_t c = 0; c < C; ++c) mean[c] = var[c] = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < C; ++c) {
+            const float* x = inp + (n * C + c) * L;
+            for (int64_t l = 0; l < L; ++l) mean[c] += x[l];
+        }
+    }
+    for (int64_t c = 0; c < C; ++c) mean[c] /= count;
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < C; ++c) {
+            const float* x = inp + (n * C + c) * L;
+            for (int64_t l = 0; l < L; ++l) {
+                const double d = x[l] - mean[c];
+                var[c] += d * d;
+            }
+        }
+    }
+    for (int64_t c = 0; c < C; ++c) var[c] /= count;
+}
+
+// out: [N, C, L] = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; weight, bias may be null
+void batch_norm_apply(float* out, const float* inp, const float* mean, const float* rstd, const float* weight,
+                      const float* bias, int64_t N, int64_t C, int64_t L) {
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < C; ++c) {
+            const float scale = rstd[c] * (weight ? weight[c] : 1.0f);
+            const float shift = bias ? bias[c] : 0.0f;
+            const float* x = inp + (n * C + c) * L;
+            float* y = out + (n * C + c) * L;
+            for (int64_t l = 0; l < L; ++l) y[l] = (x[l] - mean[c]) * scale + shift;
+        }
+    }
+}
+
+// dinp: [N, C, L] +=, dweight: [C] +=, dbias: [C] += (each may be null); dout, inp: [N, C, L];
+// mean, rstd: [C]. With batch statistics every dx of a channel depends on all its dy (the
+// statistics are functions of the batch); with running statistics they are constants.
+// `sums` is scratch of at least 2 * C floats.
+void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
+                         const float* inp, const float* mean, const float* rstd, const float* weight,
+                         bool batch_stats, int64_t N, int64_t C, int64_t L) {
+    float* dy_sum = sums;          // per channel: sum of dy
+    float* dy_xhat_sum = sums + C;  // per channel: sum of dy * xhat
+    for (int64_t c = 0; c < C; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < C; ++c) {
+            const float* dy = dout + (n * C + c) * L;
+            const float* x = inp + (n * C + c) * L;
+            for (int64_t l = 0; l < L; ++l) {
+                dy_sum[c] += dy[l];
+                dy_xhat_sum[c] += dy[l] * (x[l] - mean[c]) * rstd[c];
+            }
+        }
+    }
+    for (int64_t c = 0; c < C; ++c) {
+        if (dbias) dbias[c] += dy_sum[c];
+        if (dweight) dweight[c] += dy_xhat_sum[c];
+    }
+    if (!dinp) return;
+    const float inv_count = 1.0f / static_cast<float>(N * L);
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < C; ++c) {
+            const float w = weight ? weight[c] : 1.0f;
+            const float* dy = dout + (n * C + c) * L;
+            const float* x = inp + (n * C + c) * L;
+            float* dx = dinp + (n * C + c) * L;
+            if (batch_stats) {
+                const float dnorm_mean = dy_sum[c] * w * inv_count;
+                const float dnorm_norm_mean = dy_xhat_sum[c] * w * inv_count;
+                for (int64_t l = 0; l < L; ++l) {
+                    const float xhat = (x[l] - mean[c]) * rstd[c];
+                    dx[l] += (dy[l] * w - dnorm_mean - xhat * dnorm_norm_mean) * rstd[c];
+                }
+            } else {
+                for (int64_t l = 0; l < L; ++l) dx[l] += dy[l] * w * rstd[c];
+            }
+        }
+    }
+}
+
+}  // namespace detail
+
+namespace {
+
+float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+// Checks that x ends with normalized_shape and that weight/bias have that shape; returns H.
+int64_t check_normalized_shape(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                               const Tensor& bias) {
+    check(!normalized_shape.empty(), "normalized_shape must have at least one dimension");
+    const int k = normalized_shape.size();
+    bool ok = x.dim() >= k;
+    for (int i = 0; ok && i < k; ++i) ok = x.shape()[x.dim() - k + i] == normalized_shape[i];
+    if (!ok) {
+        const std::string ns = normalized_shape.str();
+        fail("Given normalized_shape=", ns, ", expected input with shape [*, ", ns.substr(1, ns.size() - 2),
+             "], but got input of size", x.shape().str());
+    }
+    for (const Tensor* p : {&weight, &bias}) {
+        if (p->defined()) {
+            check(p->shape() == normalized_shape, "Expected ", p == &weight ? "weight" : "bias",
+                  " to be of same shape as normalized_shape, but got ", p == &weight ? "weight" : "bias",
+                  " of shape ", p->shape().str(), " and normalized_shape = ", normalized_shape.str());
+        }
+    }
+    return normalized_shape.numel();
+}
+
+struct LayerNormBackward final : Node {
+    Tensor x, weight, mean, rstd;
+    int64_t N = 0, H = 0;
+    const char* name() const override { return "NativeLayerNormBackward0"; }
+    void backward(const Tensor& dout) override {
+        detail::layer_norm_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)),
+                                    data_or_null(grad_input(2)), dout.data(), x.data(), mean.data(), rstd.data(),
+                                    data_or_null(weight), N, H);
+    }
+    void release_saved() override { x = weight = mean = rstd = Tensor(); }
+};
+
+struct RmsNormBackward final : Node {
+    Tensor x, weight, rstd;
+    int64_t N = 0, H = 0;
+    const char* name() const override { return "RmsNormBackward0"; }
+    void backward(const Tensor& dout) override {
+        detail::rms_norm_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)), dout.data(), x.data(),
+                                  rstd.data(), data_or_null(weight), N, H);
+    }
+    void release_saved() override { x = weight = rstd = Tensor(); }
+};
+
+struct BatchNormBackward final : Node {
+    Tensor x, weight, mean, rstd, sums;
+    bool batch_stats = true;
+    int64_t N = 0, C = 0, L = 0;
+    const char* name() const override { return "NativeBatchNormBackward0"; }
+    void backward(const Tensor& dout) override {
+        detail::batch_norm_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)),
+                                    data_or_null(grad_input(2)), sums.data(), dout.data(), x.data(), mean.data(),
+                                    rstd.data(), data_or_null(weight), batch_stats, N, C, L);
+    }
+    void release_saved() override { x = weight = mean = rstd = sums = Tensor(); }
+};
+
+Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : Tensor(); }
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in, const Tensor& bias_in,
+                  double eps) {
+    const int64_t H = check_normalized_shape(x_in, normalized_shape, weight_in, bias_in);
+    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
+    const int64_t N = H == 0 ? 0 : x.numel() / H;
+    Tensor out = empty(x.shape()), mean = empty({N}), rstd = empty({N});
+    detail::layer_norm_forward(out.data(), mean.data(), rstd.data(), x.data(), data_or_null(weight),
+                               data_or_null(bias), N, H, eps);
+    if (autograd::any_requires_grad({&x, &weight, &bias})) {
+        auto node = autograd::make_node<LayerNormBackward>({&x, &weight, &bias});
+        node->x = x.detach();
+        node->weight = weight.defined() ? weight.detach() : Tensor();
+        node->mean = mean;
+        node->rstd = rstd;
+        node->N = N, node->H = H;
+        autograd::set_history(out, node);
+    }
+    return out;
+}
+
+Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
+                std::optional<double> eps) {
+    const int64_t H = check_normalized_shape(x_in, normalized_shape, weight_in, Tensor());
+    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in);
+    const int64_t N = H == 0 ? 0 : x.numel() / H;
+    Tensor out = empty(x.shape()), rstd = empty({N});
+    detail::rms_norm_forward(out.data(), rstd.data(), x.data(), data_or_null(weight), N, H,
+                             eps.value_or(std::numeric_limits<float>::epsilon()));
+    if (autograd::any_requires_grad({&x, &weight})) {
+        auto node = autograd::make_node<RmsNormBackward>({&x, &weight});
+        node->x = x.detach();
+        node->weight = weight.defined() ? weight.detach() : Tensor();
+        node->rstd = rstd;
+        node->N = N, node->H = H;
+        autograd::set_history(out, node);
+    }
+    return out;
+}
+
+Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight_in,
+                  const Tensor& bias_in, bool training, std::optional<double> momentum, double eps,
+                  int64_t num_batches_tracked) {
+    check(x_in.dim() == 2 || x_in.dim() == 3, "batch_norm: expected 2D or 3D input (got ", x_in.dim(),
+          "D input of shape ", x_in.shape().str(), ")");
+    const int64_t N = x_in.size(0), C = x_in.size(1), L = x_in.dim() == 3 ? x_in.size(2) : 1;
+    for (const Tensor* p : {&running_mean, &running_var, &weight_in, &bias_in}) {
+        if (p->defined()) {
+            check(p->dim() == 1 && p->size(0) == C, "batch_norm: a parameter or buffer of shape ", p->shape().str(),
+                  " does not match ", C, " channels of input ", x_in.shape().str());
+        }
+    }
+    check(running_mean.defined() == running_var.defined(), "batch_norm: give both running_mean and running_var or neither");
+    const bool batch_stats = training || !running_mean.defined();
+    if (batch_stats) {
+        check(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape().str());
+    }
+    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
+    Tensor mean = empty({C}), rstd = empty({C});
+    if (batch_stats) {
+        thread_local std::vector<double> stats;
+        stats.resize(static_cast<size_t>(2 * C));
+        detail::channel_stats(stats.data(), stats.data() + C, x.data(), N, C, L);
+        for (int64_t c = 0; c < C; ++c) {
+            mean.data()[c] = static_cast<float>(stats[static_cast<size_t>(c)]);
+            rstd.data()[c] = static_cast<float>(1.0 / std::sqrt(stats[static_cast<size_t>(C + c)] + eps));
+        }
+        if (training && running_mean.defined()) {
+            // PyTorch's momentum=None is a cumulative average over the batches seen so far.
+            const double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(num_batches_tracked, 1));
+            const double unbias = static_cast<double>(N * L) / static_cast<double>(N * L - 1);
+            float* rm = running_mean.data();
+            float* rv = running_var.data();
+            for (int64_t c = 0; c < C; ++c) {
+                rm[c] = static_cast<float>((1.0 - m) * rm[c] + m * stats[static_cast<size_t>(c)]);
+                rv[c] = static_cast<float>((1.0 - m) * rv[c] + m * stats[static_cast<size_t>(C + c)] * unbias);
+            }
+        }
+    } else {
+        for (int64_t c = 0; c < C; ++c) {
+            mean.data()[c] = running_mean.data()[c];
+            rstd.data()[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var.data()[c]) + eps));
+        }
+    }
+    Tensor out = empty(x.shape());
+    detail::batch_norm_apply(out.data(), x.data(), mean.data(), rstd.data(), data_or_null(weight), data_or_null(bias),
+                             N, C, L);
+    if (autograd::any_requires_grad({&x, &weight, &bias})) {
+        auto node = autograd::make_node<BatchNormBackward>({&x, &weight, &bias});
+        node->x = x.detach();
+        node->weight = weight.defined() ? weight.detach() : Tensor();
+        node->mean = mean;
+        node->rstd = rstd;
+        node->sums = empty({2 * C});
+        node->batch_stats = batch_stats;
+        node->N = N, node->C = C, node->L = L;
+        autograd::set_history(out, node);
+    }
+    return out;
+}
+
+}  // namespace normnet
