@@ -1,0 +1,95 @@
+// DataLoader: seeded, reshuffled-every-epoch mini-batches over a uint8 image Dataset (turned
+// into floats batch by batch) or over a user's own tensors. Iterating refills one Batch in
+// place, so a training loop allocates nothing per batch once warmed up.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "normnet/idx.hpp"
+#include "normnet/tensor.hpp"
+
+namespace normnet {
+
+/// Options of DataLoader (PyTorch's names and defaults).
+struct DataLoaderOptions {
+    int64_t batch_size = 1;
+    bool shuffle = false;    // reshuffle every epoch; the order depends only on (seed, epoch)
+    bool drop_last = false;  // drop the last batch when it is smaller than batch_size
+    uint64_t seed = 0;
+};
+
+/// How uint8 pixels become floats: x / 255, then optionally (x - mean) / std.
+struct ImageTransform {
+    std::optional<float> mean;  // e.g. 0.1307 for MNIST
+    std::optional<float> std;   // e.g. 0.3081 for MNIST
+};
+
+/// One mini-batch. `labels` holds class indices (image datasets, labelled tensors);
+/// `targets` holds float targets when the loader was built from two tensors.
+struct Batch {
+    Tensor inputs;                // [B, features...]
+    Tensor targets;               // [B, ...] or undefined
+    std::vector<int64_t> labels;  // [B] or empty
+    int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+};
+
+/// The first n examples of a dataset (all of it when n >= its size), e.g. for quick runs.
+Dataset take(const Dataset& dataset, int64_t n);
+
+class DataLoader {
+public:
+    /// Batches of images as floats [B, rows * cols] with their labels.
+    DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options, ImageTransform transform = {});
+    /// Batches of rows of inputs [N, ...] with the matching rows of float targets [N, ...].
+    DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& options);
+    /// Batches of rows of inputs [N, ...] with class labels.
+    DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoaderOptions& options);
+
+    int64_t dataset_size() const { return size_; }
+    /// Batches per epoch.
+    int64_t num_batches() const;
+    const DataLoaderOptions& options() const { return options_; }
+    /// The epoch the next iteration runs (0 first); each full iteration moves to the next.
+    int64_t epoch() const { return epoch_; }
+    /// Chooses the epoch (and so the shuffle order) of the next iteration, e.g. when resuming.
+    void set_epoch(int64_t epoch) { epoch_ = epoch; }
+
+    class Iterator {
+    public:
+        const Batch& operator*() const { return loader_->batch_; }
+        const Batch* operator->() const { return &loader_->batch_; }
+        Iterator& operator++();
+        bool operator!=(const Iterator& other) const { return index_ != other.index_; }
+
+    private:
+        friend class DataLoader;
+        Iterator(DataLoader* loader, int64_t index) : loader_(loader), index_(index) {}
+        DataLoader* loader_;
+        int64_t index_;
+    };
+    /// Starts an epoch: shuffles (when asked) and fills the first batch.
+    Iterator begin();
+    Iterator end() { return Iterator(this, num_batches()); }
+
+    /// Fills `batch` with batch number `index` of the current order (no allocation once the
+    /// batch has reached full size).
+    void fill(int64_t index, Batch& batch) const;
+
+private:
+    void shuffle_for_epoch(int64_t epoch);
+
+    std::shared_ptr<const Dataset> images_;
+    ImageTransform transform_;
+    Tensor inputs_, targets_;
+    std::vector<int64_t> labels_;
+    int64_t size_ = 0;
+    DataLoaderOptions options_;
+    std::vector<int64_t> order_;
+    int64_t epoch_ = 0;
+    Batch batch_;
+};
+
+}  // namespace normnet

@@ -1,0 +1,267 @@
+// The IDX reader. IDX layout: two zero bytes, a type code (0x08 = unsigned byte), the number of
+// dimensions, one big-endian uint32 per dimension, then the elements, row-major.
+// Files may be raw or gzipped (told apart by gzip's magic bytes, not the name). The header is
+// checked against what the file can really hold before anything is allocated, so a corrupt or
+// hostile header is an error message, never a huge allocation.
+#include "normnet/idx.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "normnet/error.hpp"
+
+namespace normnet {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kUnsignedByte = 0x08;
+constexpr uint32_t kImagesMagic = 0x00000803;  // 2051: unsigned bytes, 3 dims
+constexpr uint32_t kLabelsMagic = 0x00000801;  // 2049: unsigned bytes, 1 dim
+// Deflate cannot turn one compressed byte into more than ~1032 bytes, so this bounds what a gzip
+// file can decompress to without decompressing it.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+constexpr size_t kChunk = size_t{1} << 20;
+
+uint32_t big_endian_u32(const uint8_t* p) {
+    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
+}
+
+struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+};
+struct GzCloser {
+    void operator()(gzFile_s* g) const { gzclose(g); }
+};
+
+// One IDX file opened for reading front to back, raw or gzipped.
+class IdxStream {
+public:
+    explicit IdxStream(const std::string& path) : path_(path) {
+        errno = 0;
+        file_.reset(std::fopen(path.c_str(), "rb"));
+        if (!file_) fail("cannot open ", path, ": ", std::strerror(errno));
+        std::error_code ec;
+        file_size = fs::file_size(path, ec);
+        if (ec) fail("cannot read ", path, ": ", ec.message());
+        uint8_t magic[2] = {0, 0};
+        gzip = std::fread(magic, 1, 2, file_.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+        if (gzip) {
+            open_gzip();
+        } else {
+            std::rewind(file_.get());
+        }
+    }
+
+    /// Reads up to n bytes into dst; returns fewer only where the data ends.
+    size_t read(uint8_t* dst, size_t n) {
+        if (!gzip) {
+            size_t got = std::fread(dst, 1, n, file_.get());
+            if (got < n && std::ferror(file_.get())) fail("cannot read ", path_, ": ", std::strerror(errno));
+            return got;
+        }
+        size_t total = 0;
+        while (total < n) {
+            // gzread takes an unsigned count and returns an int.
+            unsigned want = unsigned(std::min<size_t>(n - total, size_t{1} << 30));
+            int got = gzread(gz_.get(), dst + total, want);
+            if (got > 0) total += size_t(got);
+            if (got < 0 || unsigned(got) < want) {
+                int errnum = Z_OK;
+                std::string message = gzerror(gz_.get(), &errnum);
+                // Z_BUF_ERROR is zlib's "unexpected end of file": the caller reports it as truncation.
+                if (errnum == Z_BUF_ERROR) truncated_ = true;
+                else if (errnum != Z_OK) {
+                    // zlib puts the path in front of its messages; we do that ourselves.
+                    if (message.starts_with(path_ + ": ")) message.erase(0, path_.size() + 2);
+                    fail(path_, ": corrupt gzip data: ", message);
+                }
+                break;
+            }
+        }
+        return total;
+    }
+
+    /// True once a gzip stream has ended before its end-of-stream marker and trailer.
+    bool truncated() const { return truncated_; }
+
+    bool gzip = false;
+    uint64_t file_size = 0;
+    /// The gzip trailer's ISIZE: the uncompressed size mod 2^32 (of the last member only).
+    std::optional<uint32_t> gzip_isize;
+
+private:
+    void open_gzip() {
+        uint8_t trailer[4];
+        if (file_size >= 18 && std::fseek(file_.get(), -4, SEEK_END) == 0 &&
+            std::fread(trailer, 1, 4, file_.get()) == 4) {
+            gzip_isize = uint32_t{trailer[0]} | uint32_t{trailer[1]} << 8 | uint32_t{trailer[2]} << 16 |
+                         uint32_t{trailer[3]} << 24;
+        }
+        file_.reset();
+        errno = 0;
+        gz_.reset(gzopen(path_.c_str(), "rb"));
+        if (!gz_) fail("cannot open ", path_, ": ", errno ? std::strerror(errno) : "out of memory");
+        gzbuffer(gz_.get(), 1u << 17);  // zlib's 8 KiB default makes big files needlessly slow
+    }
+
+    std::string path_;
+    std::unique_ptr<std::FILE, FileCloser> file_;
+    std::unique_ptr<gzFile_s, GzCloser> gz_;
+    bool truncated_ = false;
+};
+
+// The product of the dimensions, or nullopt if it overflows int64 (a corrupt or hostile header).
+std::optional<int64_t> element_count(const std::vector<int64_t>& dims) {
+    if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return 0;
+    int64_t n = 1;
+    for (int64_t d : dims) {
+        if (n > std::numeric_limits<int64_t>::max() / d) return std::nullopt;
+        n *= d;
+    }
+    return n;
+}
+
+std::string hex_byte(uint8_t b) {
+    const char* digits = "0123456789abcdef";
+    return {'0', 'x', digits[b >> 4], digits[b & 15]};
+}
+
+std::string join_dims(const std::vector<int64_t>& dims) {
+    std::string out;
+    for (size_t i = 0; i < dims.size(); ++i) out += (i ? " x " : "") + std::to_string(dims[i]);
+    return out;
+}
+
+// The dimensions and elements of one IDX file of unsigned bytes.
+struct IdxData {
+    std::vector<int64_t> dims;
+    std::vector<uint8_t> data;
+};
+
+// Reads an IDX file whose magic must be `magic`; `what` ("images", "labels") is for messages.
+IdxData read_idx(const std::string& path, uint32_t magic, const char* what) {
+    IdxStream in(path);
+    const int ndim = int(magic & 0xff);
+    const uint64_t header_bytes = 4 + 4 * uint64_t(ndim);
+
+    uint8_t head[4];
+    check(in.read(head, 4) == 4, path, ": truncated: the file ends inside the IDX header");
+    const uint32_t got_magic = big_endian_u32(head);
+    if (got_magic != magic) {
+        std::string why;
+        if (head[0] != 0 || head[1] != 0) why = "; not an IDX file";
+        else if (head[2] != kUnsignedByte)
+            why = detail::concat(": data type code ", hex_byte(head[2]), ", expected 0x08 (unsigned byte)");
+        else
+            why = detail::concat(": ", int(head[3]), " dimensions, expected ", ndim);
+        fail(path, ": bad magic number ", got_magic, ", expected ", magic, " (", what, ")", why);
+    }
+
+    IdxData idx;
+    for (int i = 0; i < ndim; ++i) {
+        uint8_t dim[4];
+        check(in.read(dim, 4) == 4, path, ": truncated: the file ends inside the IDX header");
+        idx.dims.push_back(int64_t{big_endian_u32(dim)});
+    }
+    const std::string shape = join_dims(idx.dims);
+    const std::optional<int64_t> count = element_count(idx.dims);
+    check(count.has_value(), path, ": header dimensions ", shape, " overflow 64 bits");
+    const uint64_t n = uint64_t(*count);
+
+    // Bound the declared size by what the file can hold before allocating for it.
+    if (!in.gzip) {
+        const uint64_t body = in.file_size - header_bytes;  // the header was read, so no underflow
+        check(n <= body, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but only ",
+              body, " follow the header");
+        check(n == body, path, ": ", body - n, " trailing bytes after the ", n, " bytes of data (", shape,
+              ") the header declares");
+    } else {
+        const uint64_t most = in.file_size * kMaxDeflateRatio;
+        check(n <= most, path, ": header declares ", n, " bytes of data (", shape, "), more than a ",
+              in.file_size, "-byte gzip file can hold (at most ", most, "); truncated or corrupt file");
+    }
+
+    // Reserve up front when the size is known to be right (raw), or the gzip trailer agrees with the
+    // header (the normal single-member case); otherwise let the buffer grow only as data really
+    // arrives, so a lying header cannot make us allocate for data the file does not have.
+    const bool size_trusted = !in.gzip || in.gzip_isize == uint32_t(header_bytes + n);
+    if (size_trusted) idx.data.reserve(size_t(n));
+    while (idx.data.size() < n) {
+        const size_t done = idx.data.size();
+        const size_t want = size_t(std::min<uint64_t>(n - done, kChunk));
+        idx.data.resize(done + want);
+        const size_t got = in.read(idx.data.data() + done, want);
+        check(got == want, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but the ",
+              in.gzip ? "gzip stream" : "file", " ends after ", done + got);
+    }
+    // Reading one byte past the data also makes zlib check the gzip trailer's CRC and length.
+    uint8_t extra;
+    check(in.read(&extra, 1) == 0, path, ": trailing data after the ", n, " bytes of data (", shape,
+          ") the header declares");
+    check(!in.truncated(), path, ": truncated: the gzip stream ends before its trailer");
+    return idx;
+}
+
+// `dir/base` if it exists, else `dir/base.gz`.
+std::string find_raw_or_gz(const std::string& dir, const std::string& base) {
+    std::error_code ec;
+    const fs::path raw = fs::path(dir) / base;
+    if (fs::exists(raw, ec)) return raw.string();
+    const fs::path gz = fs::path(dir) / (base + ".gz");
+    if (fs::exists(gz, ec)) return gz.string();
+    fail("cannot find ", raw.string(), " or ", gz.string(),
+         " (for MNIST run data/fetch_mnist.sh; see data/README.md)");
+}
+
+}  // namespace
+
+ImageSet read_idx_images(const std::string& path) {
+    IdxData idx = read_idx(path, kImagesMagic, "images");
+    return ImageSet{.count = idx.dims[0], .rows = idx.dims[1], .cols = idx.dims[2], .pixels = std::move(idx.data)};
+}
+
+std::vector<uint8_t> read_idx_labels(const std::string& path) {
+    return read_idx(path, kLabelsMagic, "labels").data;
+}
+
+Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path, int num_classes) {
+    check(num_classes >= 1 && num_classes <= 256, "load_idx_dataset: num_classes must be in [1, 256], got ",
+          num_classes);
+    Dataset ds;
+    ds.labels = read_idx_labels(labels_path);  // the small file first: its errors surface at once
+    ds.images = read_idx_images(images_path);
+    check(int64_t(ds.labels.size()) == ds.images.count, images_path, " has ", ds.images.count, " images but ",
+          labels_path, " has ", ds.labels.size(), " labels");
+    const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(), [&](uint8_t y) { return y >= num_classes; });
+    if (bad != ds.labels.end())
+        fail(labels_path, ": label ", int(*bad), " at index ", bad - ds.labels.begin(), " is out of range for ",
+             num_classes, " classes");
+    ds.num_classes = num_classes;
+    ds.name = images_path;
+    return ds;
+}
+
+Dataset load_mnist_split(const std::string& dir, const std::string& split) {
+    check(split == "train" || split == "test", "load_mnist_split: unknown split \"", split,
+          "\", expected \"train\" or \"test\"");
+    const std::string prefix = split == "train" ? "train" : "t10k";
+    const std::string images = find_raw_or_gz(dir, prefix + "-images-idx3-ubyte");
+    const std::string labels = find_raw_or_gz(dir, prefix + "-labels-idx1-ubyte");
+    Dataset ds = load_idx_dataset(images, labels);
+    // "data/mnist/" -> "mnist/train": short enough for logs, still says which dataset it is.
+    fs::path folder = fs::path(dir).lexically_normal();
+    if (!folder.has_filename()) folder = folder.parent_path();
+    ds.name = folder.filename().string() + "/" + split;
+    return ds;
+}
+
+}  // namespace normnet

@@ -1,0 +1,148 @@
+// DataLoader: the epoch's order (a Fisher-Yates shuffle seeded by (seed, epoch), so it does not
+// depend on threads or on earlier epochs and a resumed run sees the same batches), and batch
+// assembly straight from the stored rows into a reused float batch.
+#include "normnet/data.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace normnet {
+namespace {
+
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+    // Distinct, well-mixed streams per epoch: splitmix-style odd-constant mixing.
+    return seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch) * 0xbf58476d1ce4e5b9ULL + 1;
+}
+
+void check_options(const DataLoaderOptions& o) {
+    check(o.batch_size > 0, "DataLoader: batch_size must be positive, got ", o.batch_size);
+}
+
+// Reuses `t` when it already has `shape` and nobody else holds it; else allocates.
+void ensure_shape(Tensor& t, const Shape& shape) {
+    if (!t.defined() || !(t.shape() == shape) || t.impl_ptr().use_count() > 1) t = empty(shape);
+}
+
+}  // namespace
+
+Dataset take(const Dataset& dataset, int64_t n) {
+    check(n >= 0, "take: n must be non-negative, got ", n);
+    Dataset out;
+    out.name = dataset.name;
+    out.num_classes = dataset.num_classes;
+    out.images.rows = dataset.images.rows;
+    out.images.cols = dataset.images.cols;
+    out.images.count = std::min(n, dataset.size());
+    const auto pixels = static_cast<size_t>(out.images.count * dataset.features());
+    out.images.pixels.assign(dataset.images.pixels.begin(), dataset.images.pixels.begin() + static_cast<std::ptrdiff_t>(pixels));
+    out.labels.assign(dataset.labels.begin(), dataset.labels.begin() + out.images.count);
+    return out;
+}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options,
+                       ImageTransform transform)
+    : images_(std::move(dataset)), transform_(transform), options_(options) {
+    check(images_ != nullptr, "DataLoader: null dataset");
+    check_options(options);
+    check(transform.mean.has_value() == transform.std.has_value(), "DataLoader: give both mean and std or neither");
+    check(!transform.std || *transform.std > 0.0f, "DataLoader: std must be positive");
+    size_ = images_->size();
+    order_.resize(static_cast<size_t>(size_));
+}
+
+DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& options)
+    : inputs_(inputs.contiguous()), targets_(targets.contiguous()), options_(options) {
+    check_options(options);
+    check(inputs_.dim() >= 1 && targets_.dim() >= 1 && inputs_.size(0) == targets_.size(0),
+          "DataLoader: inputs of shape ", inputs_.shape().str(), " and targets of shape ", targets_.shape().str(),
+          " must have the same first dimension");
+    size_ = inputs_.size(0);
+    order_.resize(static_cast<size_t>(size_));
+}
+
+DataLoader::DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoaderOptions& options)
+    : inputs_(inputs.contiguous()), labels_(std::move(labels)), options_(options) {
+    check_options(options);
+    check(inputs_.dim() >= 1 && inputs_.size(0) == static_cast<int64_t>(labels_.size()), "DataLoader: inputs of shape ",
+          inputs_.shape().str(), " and ", labels_.size(), " labels must have the same count");
+    size_ = inputs_.size(0);
+    order_.resize(static_cast<size_t>(size_));
+}
+
+int64_t DataLoader::num_batches() const {
+    const int64_t b = options_.batch_size;
+    return options_.drop_last ? size_ / b : (size_ + b - 1) / b;
+}
+
+void DataLoader::shuffle_for_epoch(int64_t epoch) {
+    std::iota(order_.begin(), order_.end(), int64_t{0});
+    if (!options_.shuffle) return;
+    Generator gen(epoch_seed(options_.seed, epoch));
+    for (int64_t i = size_ - 1; i > 0; --i) {
+        const auto j = static_cast<int64_t>(gen.below(static_cast<uint64_t>(i + 1)));
+        std::swap(order_[static_cast<size_t>(i)], order_[static_cast<size_t>(j)]);
+    }
+}
+
+DataLoader::Iterator DataLoader::begin() {
+    shuffle_for_epoch(epoch_);
+    if (num_batches() > 0) fill(0, batch_);
+    return Iterator(this, 0);
+}
+
+DataLoader::Iterator& DataLoader::Iterator::operator++() {
+    ++index_;
+    if (index_ < loader_->num_batches()) {
+        loader_->fill(index_, loader_->batch_);
+    } else {
+        ++loader_->epoch_;  // a finished pass moves to the next epoch's order
+    }
+    return *this;
+}
+
+void DataLoader::fill(int64_t index, Batch& batch) const {
+    check(index >= 0 && index < num_batches(), "DataLoader: batch ", index, " out of range (", num_batches(),
+          " batches)");
+    const int64_t start = index * options_.batch_size;
+    const int64_t B = std::min(options_.batch_size, size_ - start);
+    const int64_t* rows = order_.data() + start;
+    if (images_) {
+        const int64_t F = images_->features();
+        ensure_shape(batch.inputs, {B, F});
+        // x = pixel * scale + shift: x / 255, then (x - mean) / std when standardising
+        const float std = transform_.std.value_or(1.0f), mean = transform_.mean.value_or(0.0f);
+        const float scale = 1.0f / (255.0f * std), shift = -mean / std;
+        float* dst = batch.inputs.data();
+        for (int64_t b = 0; b < B; ++b) {
+            const uint8_t* src = images_->images.pixels.data() + rows[b] * F;
+            float* out = dst + b * F;
+            for (int64_t f = 0; f < F; ++f) out[f] = static_cast<float>(src[f]) * scale + shift;
+        }
+        batch.labels.resize(static_cast<size_t>(B));
+        for (int64_t b = 0; b < B; ++b) batch.labels[static_cast<size_t>(b)] = images_->labels[static_cast<size_t>(rows[b])];
+        batch.targets = Tensor();
+        return;
+    }
+    const auto gather = [&](const Tensor& from, Tensor& to) {
+        Shape shape = from.shape();
+        shape[0] = B;
+        ensure_shape(to, shape);
+        const int64_t row = from.numel() / std::max<int64_t>(size_, 1);
+        for (int64_t b = 0; b < B; ++b) {
+            std::memcpy(to.data() + b * row, from.data() + rows[b] * row, static_cast<size_t>(row) * sizeof(float));
+        }
+    };
+    gather(inputs_, batch.inputs);
+    if (targets_.defined()) {
+        gather(targets_, batch.targets);
+    } else {
+        batch.targets = Tensor();
+    }
+    batch.labels.resize(labels_.empty() ? 0 : static_cast<size_t>(B));
+    for (int64_t b = 0; b < static_cast<int64_t>(batch.labels.size()); ++b) {
+        batch.labels[static_cast<size_t>(b)] = labels_[static_cast<size_t>(rows[b])];
+    }
+}
+
+}  // namespace normnet
