@@ -3,11 +3,33 @@
 
 #include <CLI/CLI.hpp>
 
+#include "normnet/error.hpp"
+
 namespace normnet::cli {
 
 /// Exit status for usage errors (bad options), as CLI11 and most tools use.
 inline constexpr int kUsageError = 2;
 
+/// A bad command-line value (exit status 2), as opposed to a failure while running (1).
+class UsageError : public Error {
+public:
+    using Error::Error;
+};
+
+/// Runs f, turning normnet::Error from option validation into UsageError.
+template <class F>
+void as_usage_error(F&& f) {
+    try {
+        f();
+    } catch (const UsageError&) {
+        throw;
+    } catch (const Error& e) {
+        throw UsageError(e.what());
+    }
+}
+
 void add_demo_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace normnet::cli

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
     CLI::App app{"normnet: train and compare small neural networks on a CPU"};
     app.set_version_flag("--version", std::string("normnet ") + NORMNET_VERSION);
     app.require_subcommand(1);
+    normnet::cli::add_train_command(app);
+    normnet::cli::add_eval_command(app);
     normnet::cli::add_demo_command(app);
     try {
         app.parse(argc, argv);
@@ -21,6 +23,9 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "normnet: error: %s (see normnet --help)\n", e.what());
+        return normnet::cli::kUsageError;
+    } catch (const normnet::cli::UsageError& e) {
+        std::fprintf(stderr, "normnet: error: %s\n", e.what());
         return normnet::cli::kUsageError;
     } catch (const normnet::Error& e) {
         std::fprintf(stderr, "normnet: error: %s\n", e.what());

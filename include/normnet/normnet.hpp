@@ -9,5 +9,6 @@
 #include "normnet/layers.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"
+#include "normnet/optim.hpp"
 #include "normnet/tensor.hpp"
 #include "normnet/threads.hpp"

@@ -127,16 +127,19 @@ void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64
     for (int64_t c = 0; c < C; ++c) var[c] /= count;
 }
 
-// out: [N, C, L] = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; weight, bias may be null
-void batch_norm_apply(float* out, const float* inp, const float* mean, const float* rstd, const float* weight,
+// out: [N, C, L] = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [C] in double
+// (as layer_norm's: a batch mean rounded to float32 before the subtraction would cost ~1e-3 on
+// inputs with a large common offset); weight, bias: [C], may be null
+void batch_norm_apply(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
                       const float* bias, int64_t N, int64_t C, int64_t L) {
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < C; ++c) {
-            const float scale = rstd[c] * (weight ? weight[c] : 1.0f);
+            const double m = mean[c], s = rstd[c];
+            const float w = weight ? weight[c] : 1.0f;
             const float shift = bias ? bias[c] : 0.0f;
             const float* x = inp + (n * C + c) * L;
             float* y = out + (n * C + c) * L;
-            for (int64_t l = 0; l < L; ++l) y[l] = (x[l] - mean[c]) * scale + shift;
+            for (int64_t l = 0; l < L; ++l) y[l] = static_cast<float>((x[l] - m) * s) * w + shift;
         }
     }
 }
@@ -312,15 +315,13 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
         check(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape().str());
     }
     const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
-    Tensor mean = empty({C}), rstd = empty({C});
+    // Per channel, in double: mean_d, and var_d (the biased variance, then rstd once it is used).
+    thread_local std::vector<double> stats;
+    stats.resize(static_cast<size_t>(2 * C));
+    double* mean_d = stats.data();
+    double* var_d = stats.data() + C;
     if (batch_stats) {
-        thread_local std::vector<double> stats;
-        stats.resize(static_cast<size_t>(2 * C));
-        detail::channel_stats(stats.data(), stats.data() + C, x.data(), N, C, L);
-        for (int64_t c = 0; c < C; ++c) {
-            mean.data()[c] = static_cast<float>(stats[static_cast<size_t>(c)]);
-            rstd.data()[c] = static_cast<float>(1.0 / std::sqrt(stats[static_cast<size_t>(C + c)] + eps));
-        }
+        detail::channel_stats(mean_d, var_d, x.data(), N, C, L);
         if (training && running_mean.defined()) {
             // PyTorch's momentum=None is a cumulative average over the batches seen so far.
             const double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(num_batches_tracked, 1));
@@ -328,19 +329,25 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
             float* rm = running_mean.data();
             float* rv = running_var.data();
             for (int64_t c = 0; c < C; ++c) {
-                rm[c] = static_cast<float>((1.0 - m) * rm[c] + m * stats[static_cast<size_t>(c)]);
-                rv[c] = static_cast<float>((1.0 - m) * rv[c] + m * stats[static_cast<size_t>(C + c)] * unbias);
+                rm[c] = static_cast<float>((1.0 - m) * rm[c] + m * mean_d[c]);
+                rv[c] = static_cast<float>((1.0 - m) * rv[c] + m * var_d[c] * unbias);
             }
         }
     } else {
         for (int64_t c = 0; c < C; ++c) {
-            mean.data()[c] = running_mean.data()[c];
-            rstd.data()[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var.data()[c]) + eps));
+            mean_d[c] = running_mean.data()[c];
+            var_d[c] = running_var.data()[c];
         }
     }
+    double* rstd_d = var_d;
+    for (int64_t c = 0; c < C; ++c) rstd_d[c] = 1.0 / std::sqrt(var_d[c] + eps);
+    Tensor mean = empty({C}), rstd = empty({C});
+    for (int64_t c = 0; c < C; ++c) {
+        mean.data()[c] = static_cast<float>(mean_d[c]);
+        rstd.data()[c] = static_cast<float>(rstd_d[c]);
+    }
     Tensor out = empty(x.shape());
-    detail::batch_norm_apply(out.data(), x.data(), mean.data(), rstd.data(), data_or_null(weight), data_or_null(bias),
-                             N, C, L);
+    detail::batch_norm_apply(out.data(), x.data(), mean_d, rstd_d, data_or_null(weight), data_or_null(bias), N, C, L);
     if (autograd::any_requires_grad({&x, &weight, &bias})) {
         auto node = autograd::make_node<BatchNormBackward>({&x, &weight, &bias});
         node->x = x.detach();

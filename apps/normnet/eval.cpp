@@ -1,0 +1,70 @@
+// `normnet eval`: rebuilds the model from a checkpoint's metadata alone, and prints its test
+// loss, accuracy and confusion matrix.
+#include <cstdio>
+#include <thread>
+
+#include "commands.hpp"
+#include "trainer.hpp"
+#include "normnet/normnet.hpp"
+
+namespace normnet::cli {
+namespace {
+
+struct EvalArgs {
+    std::string checkpoint;
+    std::string dataset;
+    std::string data_dir;
+    std::string split = "test";
+    int threads = 0;
+};
+
+void print_confusion(const Evaluation& e) {
+    const size_t n = e.confusion.size();
+    std::printf("confusion matrix (rows: true class, columns: predicted class):\n     ");
+    for (size_t c = 0; c < n; ++c) std::printf("%6zu", c);
+    std::printf("\n");
+    for (size_t r = 0; r < n; ++r) {
+        std::printf("%5zu", r);
+        for (size_t c = 0; c < n; ++c) std::printf("%6lld", static_cast<long long>(e.confusion[r][c]));
+        std::printf("\n");
+    }
+}
+
+void run_eval(const EvalArgs& args) {
+    const SafetensorsData checkpoint = load_safetensors(args.checkpoint);
+    auto [spec, config] = read_checkpoint_config(checkpoint);
+    if (!args.dataset.empty()) {
+        config.dataset = args.dataset;
+        config.data_dir.clear();
+    }
+    if (!args.data_dir.empty()) config.data_dir = args.data_dir;
+    config.threads = args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_num_threads(config.threads);
+    const auto data = load_split(config, args.split);
+    Trainer trainer(config, data, data);
+    trainer.model().load_state_dict(checkpoint.tensors);
+    const Evaluation e = trainer.evaluate(*data);
+    const auto epoch = checkpoint.metadata.find("normnet.epoch");
+    std::printf("checkpoint %s: %s, epoch %s\n", args.checkpoint.c_str(), spec.str().c_str(),
+                epoch == checkpoint.metadata.end() ? "?" : epoch->second.c_str());
+    std::printf("%s %s: %lld images\n", config.dataset.c_str(), args.split.c_str(), static_cast<long long>(e.count));
+    std::printf("%s loss %.4f  accuracy %.2f%% (%lld/%lld)\n", args.split.c_str(), e.loss, 100.0 * e.accuracy,
+                static_cast<long long>(e.correct), static_cast<long long>(e.count));
+    print_confusion(e);
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+    auto args = std::make_shared<EvalArgs>();
+    CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint: loss, accuracy and confusion matrix");
+    cmd->add_option("--checkpoint", args->checkpoint, "A model.safetensors written by normnet train")->required();
+    cmd->add_option("--dataset", args->dataset, "mnist or fashion-mnist (default: the checkpoint's)")
+        ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+    cmd->add_option("--data", args->data_dir, "Dataset folder");
+    cmd->add_option("--split", args->split, "test or train")->check(CLI::IsMember({"test", "train"}))->capture_default_str();
+    cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")->check(CLI::PositiveNumber);
+    cmd->callback([args] { run_eval(*args); });
+}
+
+}  // namespace normnet::cli

@@ -1,0 +1,38 @@
+// The architecture the command line trains: an MLP with a chosen normalisation after each
+// hidden ReLU (the seed model: 784-300-100-10 with LayerNorm). Stored in checkpoint metadata so
+// `normnet eval` can rebuild the model from the file alone.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "normnet/layers.hpp"
+
+namespace normnet::cli {
+
+struct ModelSpec {
+    int64_t inputs = 784;
+    std::vector<int64_t> hidden{300, 100};
+    int64_t classes = 10;
+    std::string norm = "layer";  // layer | batch | rms | none
+
+    /// "784-300-100-10 layer"
+    std::string str() const;
+    std::string to_json() const;
+    /// Parses to_json()'s text; throws normnet::Error naming `where` when it is malformed.
+    static ModelSpec from_json(const std::string& text, const std::string& where);
+    friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
+};
+
+/// The normalisations the command line knows.
+inline const std::vector<std::string> kNorms{"layer", "batch", "rms", "none"};
+
+/// Parses "300,100" into sizes; throws normnet::Error on anything else (empty items, non-numbers, <= 0).
+std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option);
+
+/// Linear -> ReLU -> Norm for each hidden size, then the output Linear, as in the seed model
+/// (with norm "none" the Norm is left out, so the state_dict matches nn.Sequential's).
+std::shared_ptr<Sequential> build_model(const ModelSpec& spec);
+
+}  // namespace normnet::cli

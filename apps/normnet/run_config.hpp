@@ -1,0 +1,55 @@
+// The options of one training run (`normnet train`, and each run of `normnet compare`), their
+// defaults (the recipe that reaches >= 98.5% on MNIST) and their JSON form for config.json and
+// checkpoint metadata.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model_spec.hpp"
+#include "normnet/data.hpp"
+#include "normnet/optim.hpp"
+
+namespace normnet::cli {
+
+struct RunConfig {
+    std::string dataset = "mnist";  // mnist | fashion-mnist
+    std::string data_dir;           // empty: the dataset's default folder
+    ModelSpec model;
+    int64_t epochs = 15;
+    int64_t batch_size = 128;
+    std::string optimizer = "adamw";  // sgd | adam | adamw
+    double lr = 2e-3;
+    double momentum = 0.9;       // sgd only
+    double weight_decay = 0.05;
+    std::string schedule = "cosine";  // constant | step | cosine
+    int64_t warmup = 0;               // warm-up steps (batches)
+    double step_gamma = 0.1;          // step schedule: factor every step_epochs epochs
+    int64_t step_epochs = 5;
+    double clip = 0.0;  // max gradient norm, 0 = off
+    double label_smoothing = 0.0;
+    uint64_t seed = 0;
+    int threads = 0;  // 0: the number of cores
+
+    std::string to_json() const;
+    /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in errors.
+    static RunConfig from_json(const std::string& text, const std::string& where);
+    /// Throws normnet::Error for values out of range, naming the option.
+    void validate() const;
+    /// The data folder actually used.
+    std::string resolved_data_dir() const;
+};
+
+/// Loads a split of the configured dataset; errors name the folder and how to get the data.
+std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split);
+
+/// The optimizer the config names, over the model's named parameters.
+std::unique_ptr<Optimizer> make_optimizer(const RunConfig& config, const NamedTensors& params);
+
+/// The per-batch schedule the config names, over `total_steps` batches.
+LRSchedulerOptions schedule_options(const RunConfig& config, int64_t batches_per_epoch);
+
+/// Library versions for config.json.
+std::string versions_json();
+
+}  // namespace normnet::cli

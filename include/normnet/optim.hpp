@@ -1,0 +1,251 @@
+// Optimizers (SGD, Adam, AdamW), learning-rate schedules and gradient clipping, with the
+// semantics and defaults of PyTorch 1.13's torch.optim (one parameter group).
+//
+// Optimizers hold their parameters by name, so their state has stable names ("exp_avg.0.weight")
+// and a checkpoint of it means the same thing after a restart. Each optimizer counts its steps
+// once (not once per tensor). step() updates every parameter in one pass over its data and,
+// after the first call has created the state, allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "normnet/module.hpp"
+#include "normnet/tensor.hpp"
+
+namespace normnet {
+
+/// Options of SGD, with torch.optim.SGD's defaults (torch requires lr; 0.01 is normnet's default).
+struct SGDOptions {
+    double lr = 0.01;
+    double momentum = 0;
+    double dampening = 0;
+    double weight_decay = 0;  ///< L2 penalty: weight_decay * p is added to the gradient.
+    bool nesterov = false;
+};
+
+/// Options of Adam, with torch.optim.Adam's defaults.
+struct AdamOptions {
+    double lr = 1e-3;
+    std::pair<double, double> betas = {0.9, 0.999};
+    double eps = 1e-8;
+    double weight_decay = 0;  ///< L2 penalty: weight_decay * p is added to the gradient before the moments.
+};
+
+/// Options of AdamW, with torch.optim.AdamW's defaults (note weight_decay 0.01).
+struct AdamWOptions {
+    double lr = 1e-3;
+    std::pair<double, double> betas = {0.9, 0.999};
+    double eps = 1e-8;
+    double weight_decay = 0.01;  ///< Decoupled: p *= 1 - lr * weight_decay before the Adam update.
+};
+
+/// The base of every optimizer: the named parameters, the learning rate, the step counter and
+/// the per-parameter state, which it saves and restores by name (never by address).
+/// Not copyable: copies would update the same parameters with diverging state.
+class Optimizer {
+public:
+    /// Optimizes `params` (e.g. model.named_parameters()); names must be unique and non-empty,
+    /// tensors contiguous leaves, each listed once.
+    explicit Optimizer(NamedTensors params);
+    /// Optimizes any list of tensors; they are named "0", "1", ... in order.
+    explicit Optimizer(const std::vector<Tensor>& params);
+    virtual ~Optimizer();
+    Optimizer(const Optimizer&) = delete;
+    Optimizer& operator=(const Optimizer&) = delete;
+    Optimizer(Optimizer&&) = default;
+    Optimizer& operator=(Optimizer&&) = default;
+
+    /// Advances the step counter and updates every parameter whose grad is defined (parameters
+    /// without a gradient are skipped and their state left untouched, as in PyTorch).
+    virtual void step() = 0;
+    /// Clears the parameters' gradients: drops them (set_to_none, PyTorch's default) or zero-fills them.
+    void zero_grad(bool set_to_none = true);
+
+    /// The current learning rate (schedules change it; options().lr keeps the one given at construction).
+    double lr() const { return lr_; }
+    /// Sets the learning rate used by the next step(); it must be finite and >= 0.
+    void set_lr(double lr);
+    /// Number of step() calls so far (restored by load_state_dict). Adam's bias corrections use it.
+    int64_t step_count() const { return step_count_; }
+    /// The optimized parameters with their names.
+    const NamedTensors& params() const { return params_; }
+
+    /// A copy of all state, as tensors with stable names: "step" and "lr" (one element each),
+    /// then per parameter "<state>.<param name>" (e.g. "momentum_buffer.0.weight", "exp_avg.0.weight",
+    /// "exp_avg_sq.0.weight") for the state created so far. float32, as checkpoints store it: "step"
+    /// is exact up to 2^24 steps (beyond that Adam's bias corrections are 1 in double anyway).
+    virtual NamedTensors state_dict() const;
+    /// Restores state saved by state_dict(). Every name and shape is checked before anything
+    /// changes; a bad one throws normnet::Error naming the key. Per-parameter state that is absent
+    /// is reset (created again on the next step). The stored lr is float32: when the current lr
+    /// rounds to it, the current (double) lr is kept, so a resumed run continues bit-identically.
+    /// Create an LRScheduler before loading (its base lr is the lr at its construction) and then
+    /// call its set_position().
+    virtual void load_state_dict(const NamedTensors& state);
+    /// "SGD", "Adam" or "AdamW", as PyTorch's class names.
+    virtual std::string name() const = 0;
+
+protected:
+    /// Registers a kind of per-parameter state (e.g. "exp_avg") and returns its index for state().
+    /// Subclasses call it in their constructor.
+    int add_state(const std::string& prefix);
+    /// The state tensors of kind `index`, one per parameter in params() order; undefined until
+    /// the subclass creates them (lazily, on the first step that has a gradient).
+    std::vector<Tensor>& state(int index) { return states_[static_cast<size_t>(index)].tensors; }
+    /// Increments the step counter and returns the new count (1 on the first step).
+    int64_t advance_step() { return ++step_count_; }
+    /// The gradient of parameter i, or null when it has none; throws when it is not contiguous.
+    const float* grad_data(size_t i) const;
+
+private:
+    struct StateKind {
+        std::string prefix;
+        std::vector<Tensor> tensors;
+    };
+    NamedTensors params_;
+    std::vector<StateKind> states_;
+    double lr_ = 0.0;
+    int64_t step_count_ = 0;
+};
+
+/// Stochastic gradient descent with optional momentum, dampening, Nesterov and L2 weight decay
+/// (torch.optim.SGD: the momentum buffer starts as the first gradient, without dampening).
+class SGD : public Optimizer {
+public:
+    /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
+    explicit SGD(NamedTensors params, SGDOptions options = {});
+    explicit SGD(const std::vector<Tensor>& params, SGDOptions options = {});
+    void step() override;
+    std::string name() const override { return "SGD"; }
+    /// The options given at construction.
+    const SGDOptions& options() const { return options_; }
+
+private:
+    SGDOptions options_;
+    int momentum_buffer_ = 0;  // state index
+};
+
+/// Adam (torch.optim.Adam, amsgrad off) with L2 weight decay added to the gradient.
+class Adam : public Optimizer {
+public:
+    /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
+    explicit Adam(NamedTensors params, AdamOptions options = {});
+    explicit Adam(const std::vector<Tensor>& params, AdamOptions options = {});
+    void step() override;
+    std::string name() const override { return "Adam"; }
+    /// The options given at construction.
+    const AdamOptions& options() const { return options_; }
+
+private:
+    AdamOptions options_;
+    int exp_avg_ = 0, exp_avg_sq_ = 0;  // state indices
+};
+
+/// AdamW (torch.optim.AdamW, amsgrad off): decoupled weight decay p *= 1 - lr * weight_decay,
+/// then the Adam update without L2.
+class AdamW : public Optimizer {
+public:
+    /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
+    explicit AdamW(NamedTensors params, AdamWOptions options = {});
+    explicit AdamW(const std::vector<Tensor>& params, AdamWOptions options = {});
+    void step() override;
+    std::string name() const override { return "AdamW"; }
+    /// The options given at construction.
+    const AdamWOptions& options() const { return options_; }
+
+private:
+    AdamWOptions options_;
+    int exp_avg_ = 0, exp_avg_sq_ = 0;  // state indices
+};
+
+/// The shape of the learning rate after the warm-up.
+enum class Schedule {
+    constant,  ///< base
+    step,      ///< base * gamma^floor(t / step_size) (torch StepLR)
+    cosine,    ///< eta_min + (base - eta_min) * (1 + cos(pi * t / T)) / 2 (torch CosineAnnealingLR)
+};
+
+/// Options of LRScheduler. With warmup_steps w > 0, step t < w uses base * (t + 1) / w and the
+/// schedule then runs at t - w over the horizon T = total_steps - w.
+struct LRSchedulerOptions {
+    Schedule schedule = Schedule::constant;
+    int64_t total_steps = 0;   ///< batches in the whole run, warm-up included (needed by cosine)
+    int64_t warmup_steps = 0;  ///< linear warm-up ending at the base lr
+    int64_t step_size = 1;     ///< Schedule::step: batches per decay
+    double gamma = 0.1;        ///< Schedule::step: decay factor
+    double eta_min = 0.0;      ///< Schedule::cosine: the final lr
+};
+
+/// A learning-rate schedule stepped once per batch. It sets the optimizer's lr from the base
+/// lr (the optimizer's lr when the scheduler is made); the optimizer must outlive it.
+class LRScheduler {
+public:
+    /// Takes the base lr from optimizer.lr() and sets the optimizer's lr to lr_at(0).
+    /// Throws normnet::Error naming the option when options are invalid.
+    LRScheduler(Optimizer& optimizer, LRSchedulerOptions options);
+    /// Moves to the next batch and sets the optimizer's lr to that batch's lr.
+    void step();
+    /// The lr of batch t (t = 0 is the first). After total_steps a cosine schedule stays at eta_min.
+    double lr_at(int64_t t) const;
+    /// The batch whose lr the optimizer holds now (0 after construction, +1 per step()).
+    int64_t position() const { return position_; }
+    /// Jumps to batch t and sets the optimizer's lr, for an exact resume from a checkpoint.
+    void set_position(int64_t t);
+    /// The lr the schedule scales.
+    double base_lr() const { return base_lr_; }
+    const LRSchedulerOptions& options() const { return options_; }
+
+private:
+    Optimizer* optimizer_;
+    LRSchedulerOptions options_;
+    double base_lr_;
+    int64_t position_ = 0;
+};
+
+/// Scales the gradients in place so that their global L2 norm is at most max_norm; returns the norm
+/// before clipping (as torch.nn.utils.clip_grad_norm_, which divides by total_norm + 1e-6).
+/// Tensors without a gradient are skipped; max_norm must be >= 0.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+namespace detail {
+// The kernels behind step(), declared here for the tests that compare each with its naive
+// reference (a transcription of torch's op-by-op update).
+
+/// The float32 scalars of one SGD step, as torch casts its Python floats.
+struct SGDScalars {
+    float neg_lr;               ///< -lr
+    float weight_decay;         ///< 0: none
+    float momentum;             ///< 0: no buffer
+    float one_minus_dampening;  ///< 1 - dampening
+    bool nesterov;
+    bool first;  ///< the buffer is set to the (decayed) gradient instead of updated
+};
+/// The scalars of a step of SGD with options `o` and learning rate lr.
+SGDScalars sgd_scalars(const SGDOptions& o, double lr, bool first);
+/// One SGD update. param: [n] updated, buf: [n] updated (unused without momentum), grad: [n]
+void sgd_update(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s);
+void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s);
+
+/// The float32 scalars of one Adam/AdamW step (bias corrections computed in double).
+struct AdamScalars {
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float weight_decay;           ///< Adam's L2, added to the gradient; 0: none
+    float decay;                  ///< AdamW's factor 1 - lr * weight_decay on the parameter; 1: none
+    float bias_correction2_sqrt;  ///< sqrt(1 - beta2^t)
+    float eps;
+    float neg_step_size;  ///< -lr / (1 - beta1^t)
+};
+/// The scalars of Adam step `step` (1 for the first); pass weight decay as l2 (Adam) or decoupled (AdamW).
+AdamScalars adam_scalars(double lr, std::pair<double, double> betas, double eps, double l2_weight_decay,
+                         double decoupled_weight_decay, int64_t step);
+/// One Adam/AdamW update. param, exp_avg, exp_avg_sq: [n] updated; grad: [n]
+void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                 const AdamScalars& s);
+void adam_update_reference(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                           const AdamScalars& s);
+}  // namespace detail
+
+}  // namespace normnet

@@ -1,0 +1,74 @@
+// Learning-rate schedules stepped once per batch: constant, step decay and cosine annealing, each
+// with an optional linear warm-up, in closed form (lr_at(t)), so a resumed run only needs the
+// position. The values are torch's LambdaLR / StepLR / CosineAnnealingLR sequences
+// (tests/golden/schedule.safetensors).
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "normnet/optim.hpp"
+
+namespace normnet {
+namespace {
+
+LRSchedulerOptions checked(const LRSchedulerOptions& o) {
+    check(o.warmup_steps >= 0, "LRScheduler: warmup_steps must be >= 0, got ", o.warmup_steps);
+    check(o.total_steps >= 0, "LRScheduler: total_steps must be >= 0, got ", o.total_steps);
+    switch (o.schedule) {
+        case Schedule::constant:
+            break;
+        case Schedule::step:
+            check(o.step_size >= 1, "LRScheduler: step_size must be >= 1, got ", o.step_size);
+            check(std::isfinite(o.gamma) && o.gamma > 0.0, "LRScheduler: gamma must be finite and > 0, got ", o.gamma);
+            break;
+        case Schedule::cosine:
+            // The cosine needs a horizon after the warm-up: T = total_steps - warmup_steps.
+            check(o.total_steps > o.warmup_steps, "LRScheduler: the cosine schedule needs total_steps > warmup_steps, got total_steps ",
+                  o.total_steps, " and warmup_steps ", o.warmup_steps);
+            check(std::isfinite(o.eta_min) && o.eta_min >= 0.0, "LRScheduler: eta_min must be finite and >= 0, got ",
+                  o.eta_min);
+            break;
+        default:
+            fail("LRScheduler: unknown schedule ", static_cast<int>(o.schedule));
+    }
+    return o;
+}
+
+}  // namespace
+
+LRScheduler::LRScheduler(Optimizer& optimizer, LRSchedulerOptions options)
+    : optimizer_(&optimizer), options_(checked(options)), base_lr_(optimizer.lr()) {
+    optimizer_->set_lr(lr_at(0));
+}
+
+void LRScheduler::step() { set_position(position_ + 1); }
+
+void LRScheduler::set_position(int64_t t) {
+    check(t >= 0, "LRScheduler: position must be >= 0, got ", t);
+    optimizer_->set_lr(lr_at(t));
+    position_ = t;
+}
+
+double LRScheduler::lr_at(int64_t t) const {
+    check(t >= 0, "LRScheduler: lr_at needs a step >= 0, got ", t);
+    const int64_t w = options_.warmup_steps;
+    // As torch's LambdaLR: base * factor, the warm-up ending at the base lr on step w - 1.
+    if (t < w) return base_lr_ * (static_cast<double>(t + 1) / static_cast<double>(w));
+    const int64_t s = t - w;
+    switch (options_.schedule) {
+        case Schedule::constant:
+            return base_lr_;
+        case Schedule::step:
+            return base_lr_ * std::pow(options_.gamma, static_cast<double>(s / options_.step_size));
+        case Schedule::cosine: {
+            const int64_t horizon = options_.total_steps - w;
+            // Past the horizon the lr stays at eta_min (torch's cosine would rise again).
+            const double x = static_cast<double>(std::min(s, horizon)) / static_cast<double>(horizon);
+            const double eta_min = options_.eta_min;
+            return eta_min + (base_lr_ - eta_min) * (1.0 + std::cos(std::numbers::pi * x)) / 2.0;
+        }
+    }
+    return base_lr_;
+}
+
+}  // namespace normnet

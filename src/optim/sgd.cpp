@@ -1,0 +1,143 @@
+// SGD with momentum, dampening, Nesterov and L2 weight decay, matching torch.optim.SGD (1.13)
+// bit for bit: the same float32 operations in the same order, with the fused multiply-adds that
+// torch's CPU kernels compile to (its add(other, alpha) is a + alpha * b, contracted to one fma).
+
+// Every rounding happens where the source says, as in torch's separate kernels: the fmas are
+// explicit (madd), and the compiler must not fuse anything else (GCC fuses a * b + c by default).
+// Set before any include.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <cmath>
+
+#include "normnet/optim.hpp"
+
+namespace normnet {
+namespace detail {
+namespace {
+
+// a * b + c rounded once where the CPU has fma (as torch's kernels are built), else twice.
+inline float madd(float a, float b, float c) {
+#ifdef __FMA__
+    return std::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
+// Calls f.template operator()<flags...>() with the runtime flags as template arguments, so each
+// variant of a kernel gets a loop without branches.
+template <bool... kFlags, class F>
+void with_flags(F&& f) {
+    f.template operator()<kFlags...>();
+}
+template <bool... kFlags, class F, class... Rest>
+void with_flags(F&& f, bool flag, Rest... rest) {
+    if (flag) {
+        with_flags<kFlags..., true>(f, rest...);
+    } else {
+        with_flags<kFlags..., false>(f, rest...);
+    }
+}
+
+}  // namespace
+
+SGDScalars sgd_scalars(const SGDOptions& o, double lr, bool first) {
+    return {static_cast<float>(-lr), static_cast<float>(o.weight_decay), static_cast<float>(o.momentum),
+            static_cast<float>(1.0 - o.dampening), o.nesterov, first};
+}
+
+// param: [n] updated, buf: [n] momentum buffer (unused without momentum), grad: [n]
+void sgd_update(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s) {
+    // Local copies: stores through the float pointers could alias the struct's floats, which
+    // would force a reload per element and keep the loop from vectorising.
+    const float neg_lr = s.neg_lr, weight_decay = s.weight_decay, momentum = s.momentum;
+    const float one_minus_dampening = s.one_minus_dampening;
+    with_flags(
+        [&]<bool kDecay, bool kMomentum, bool kNesterov, bool kFirst>() {
+            for (int64_t i = 0; i < n; ++i) {
+                float d = kDecay ? madd(weight_decay, param[i], grad[i]) : grad[i];
+                if constexpr (kMomentum) {
+                    // torch: buf.mul_(momentum) is one kernel, .add_(d, alpha=1-dampening) the next.
+                    const float b = kFirst ? d : madd(one_minus_dampening, d, buf[i] * momentum);
+                    buf[i] = b;
+                    d = kNesterov ? madd(momentum, b, d) : b;
+                }
+                param[i] = madd(neg_lr, d, param[i]);
+            }
+        },
+        s.weight_decay != 0.0f, s.momentum != 0.0f, s.nesterov, s.first);
+}
+
+// The same update written op by op as torch.optim.SGD's _single_tensor_sgd, for the tests.
+// param: [n] updated, buf: [n], grad: [n]
+void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s) {
+    for (int64_t i = 0; i < n; ++i) {
+        float d = grad[i];
+        if (s.weight_decay != 0.0f) d = madd(s.weight_decay, param[i], d);  // d_p = d_p.add(param, alpha=wd)
+        if (s.momentum != 0.0f) {
+            if (s.first) {
+                buf[i] = d;  // buf = torch.clone(d_p)
+            } else {
+                buf[i] = buf[i] * s.momentum;                      // buf.mul_(momentum)
+                buf[i] = madd(s.one_minus_dampening, d, buf[i]);  // .add_(d_p, alpha=1 - dampening)
+            }
+            d = s.nesterov ? madd(s.momentum, buf[i], d) : buf[i];  // d_p.add(buf, alpha=momentum)
+        }
+        param[i] = madd(s.neg_lr, d, param[i]);  // param.add_(d_p, alpha=-lr)
+    }
+}
+
+}  // namespace detail
+
+namespace {
+
+SGDOptions checked(const SGDOptions& o) {
+    // PyTorch's rules, plus rejecting NaN and infinity, which its `< 0` tests let through.
+    check(std::isfinite(o.lr) && o.lr >= 0.0, "SGD: invalid learning rate (lr) ", o.lr, ": it must be finite and >= 0");
+    check(std::isfinite(o.momentum) && o.momentum >= 0.0, "SGD: invalid momentum ", o.momentum,
+          ": it must be finite and >= 0");
+    check(std::isfinite(o.dampening), "SGD: invalid dampening ", o.dampening, ": it must be finite");
+    check(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "SGD: invalid weight_decay ", o.weight_decay,
+          ": it must be finite and >= 0");
+    check(!o.nesterov || (o.momentum > 0.0 && o.dampening == 0.0),
+          "SGD: nesterov momentum requires a momentum > 0 and zero dampening (got momentum ", o.momentum,
+          ", dampening ", o.dampening, ")");
+    return o;
+}
+
+}  // namespace
+
+SGD::SGD(NamedTensors params, SGDOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
+    set_lr(options_.lr);
+    momentum_buffer_ = add_state("momentum_buffer");
+}
+
+SGD::SGD(const std::vector<Tensor>& params, SGDOptions options)
+    : Optimizer(params), options_(checked(options)) {
+    set_lr(options_.lr);
+    momentum_buffer_ = add_state("momentum_buffer");
+}
+
+void SGD::step() {
+    advance_step();
+    auto& buffers = state(momentum_buffer_);
+    const bool momentum = options_.momentum != 0.0;
+    for (size_t i = 0; i < params().size(); ++i) {
+        const float* grad = grad_data(i);
+        if (grad == nullptr) continue;
+        const Tensor& p = params()[i].second;
+        bool first = false;
+        if (momentum && !buffers[i].defined()) {
+            buffers[i] = empty(p.shape());  // filled with the first gradient by the kernel
+            first = true;
+        }
+        detail::sgd_update(p.data(), momentum ? buffers[i].data() : nullptr, grad, p.numel(),
+                           detail::sgd_scalars(options_, lr(), first));
+    }
+}
+
+}  // namespace normnet
