@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "svg_chart.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
 
@@ -15,6 +16,7 @@ struct EvalArgs {
     std::string dataset;
     std::string data_dir;
     std::string split = "test";
+    std::string predictions;
     int threads = 0;
 };
 
@@ -51,6 +53,14 @@ void run_eval(const EvalArgs& args) {
     std::printf("%s loss %.4f  accuracy %.2f%% (%lld/%lld)\n", args.split.c_str(), e.loss, 100.0 * e.accuracy,
                 static_cast<long long>(e.correct), static_cast<long long>(e.count));
     print_confusion(e);
+    if (!args.predictions.empty()) {
+        std::string csv = "index,label,predicted\n";
+        for (size_t i = 0; i < e.predictions.size(); ++i) {
+            csv += std::to_string(i) + "," + std::to_string(data->labels[i]) + "," + std::to_string(e.predictions[i]) + "\n";
+        }
+        write_text_file_atomic(args.predictions, csv);
+        std::printf("predictions written to %s\n", args.predictions.c_str());
+    }
 }
 
 }  // namespace
@@ -63,6 +73,7 @@ void add_eval_command(CLI::App& app) {
         ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
     cmd->add_option("--data", args->data_dir, "Dataset folder");
     cmd->add_option("--split", args->split, "test or train")->check(CLI::IsMember({"test", "train"}))->capture_default_str();
+    cmd->add_option("--predictions", args->predictions, "Also write index,label,predicted for every image to this CSV");
     cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")->check(CLI::PositiveNumber);
     cmd->callback([args] { run_eval(*args); });
 }

@@ -27,7 +27,8 @@ std::string RunConfig::to_json() const {
                              {"clip", clip},
                              {"label_smoothing", label_smoothing},
                              {"seed", seed},
-                             {"threads", threads}};
+                             {"threads", threads},
+                             {"limit", limit}};
     return j.dump();
 }
 
@@ -55,6 +56,7 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
         get("label_smoothing", c.label_smoothing);
         get("seed", c.seed);
         get("threads", c.threads);
+        get("limit", c.limit);
     } catch (const nlohmann::json::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
@@ -77,6 +79,7 @@ void RunConfig::validate() const {
     check(clip >= 0, "--clip: must be non-negative (0 turns clipping off), got ", clip);
     check(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing: must be in [0, 1), got ", label_smoothing);
     check(threads >= 0, "--threads: must be positive, got ", threads);
+    check(limit >= 0, "--limit: must be positive, got ", limit);
     check(step_epochs > 0, "--step-epochs: must be positive, got ", step_epochs);
     check(std::find(kNorms.begin(), kNorms.end(), model.norm) != kNorms.end(), "--norm: unknown normalisation '",
           model.norm, "' (expected layer, batch, rms or none)");
@@ -95,6 +98,7 @@ std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::st
                                                      : " (apt-get install dataset-fashion-mnist, or pass --data DIR)");
     }
     auto data = std::make_shared<Dataset>(load_mnist_split(dir, split));
+    if (config.limit > 0 && config.limit < data->size()) *data = take(*data, config.limit);
     check(data->features() == config.model.inputs, dir, ": images have ", data->features(),
           " pixels but the model takes ", config.model.inputs, " inputs");
     return data;

@@ -29,7 +29,8 @@ struct RunConfig {
     double clip = 0.0;  // max gradient norm, 0 = off
     double label_smoothing = 0.0;
     uint64_t seed = 0;
-    int threads = 0;  // 0: the number of cores
+    int threads = 0;    // 0: the number of cores
+    int64_t limit = 0;  // use only the first `limit` training and test images (0: all)
 
     std::string to_json() const;
     /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in errors.

@@ -61,6 +61,7 @@ RunConfig merge_resumed(const RunConfig& saved, const RunConfig& given, const CL
     take("--label-smoothing", &RunConfig::label_smoothing);
     take("--seed", &RunConfig::seed);
     take("--threads", &RunConfig::threads);
+    take("--limit", &RunConfig::limit);
     if (cmd.count("--hidden") > 0) c.model.hidden = given.model.hidden;
     if (cmd.count("--norm") > 0) c.model.norm = given.model.norm;
     return c;
@@ -173,6 +174,7 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
     cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
     cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(CLI::PositiveNumber);
+    cmd->add_option("--limit", c.limit, "Use only the first N training and test images (0: all), for quick runs");
     cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
     cmd->add_option("--resume", args->resume, "Continue from a model.safetensors written by normnet train");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");

@@ -134,6 +134,7 @@ Evaluation Trainer::evaluate(const Dataset& data, int64_t batch_size) {
             const auto predicted = static_cast<size_t>(std::max_element(row, row + C) - row);
             const auto truth = static_cast<size_t>(batch.labels[static_cast<size_t>(n)]);
             ++e.confusion[truth][predicted];
+            e.predictions.push_back(static_cast<int64_t>(predicted));
             e.correct += predicted == truth;
         }
         e.count += batch.size();

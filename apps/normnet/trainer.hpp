@@ -22,6 +22,7 @@ struct Evaluation {
     double loss = 0, accuracy = 0;
     int64_t correct = 0, count = 0;
     std::vector<std::vector<int64_t>> confusion;  // [true class][predicted class]
+    std::vector<int64_t> predictions;             // predicted class of every example, in order
 };
 
 /// Called after each training batch: batch index (1-based), batches in the epoch, running mean loss.
