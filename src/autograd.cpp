@@ -19,12 +19,13 @@ struct AccumulateGrad final : Node {
     std::weak_ptr<detail::TensorImpl> leaf;
     void backward(const Tensor&) override {}  // the gradient is already in leaf.grad
     const char* name() const override { return "AccumulateGrad"; }
-    Tensor& gradient_buffer() override {
+    Tensor& gradient_buffer(bool* fresh) override {
         // The leaf may be gone (a graph kept alive longer than its parameter); then the
         // gradient goes to a scratch buffer that nobody reads.
         auto impl = leaf.lock();
-        if (!impl) return Node::gradient_buffer();
-        if (!impl->grad) impl->grad = zeros(impl->shape).impl_ptr();
+        if (!impl) return Node::gradient_buffer(fresh);
+        if (fresh) *fresh = !impl->grad;
+        if (!impl->grad) impl->grad = (fresh ? empty(impl->shape) : zeros(impl->shape)).impl_ptr();
         scratch_ = Tensor(impl->grad);
         return scratch_;
     }
@@ -68,14 +69,21 @@ Node::~Node() {
     draining = false;
 }
 
-Tensor& Node::gradient_buffer() {
-    if (!grad_.defined()) grad_ = zeros(out_shape_);
+Tensor& Node::gradient_buffer(bool* fresh) {
+    if (fresh) *fresh = !grad_.defined();
+    if (!grad_.defined()) grad_ = fresh ? empty(out_shape_) : zeros(out_shape_);
     return grad_;
 }
 
 Tensor Node::grad_input(int i) {
     Node* producer = next_[static_cast<size_t>(i)].get();
     return producer ? producer->gradient_buffer() : Tensor();
+}
+
+Tensor Node::grad_input_for_overwrite(int i, bool& fresh) {
+    Node* producer = next_[static_cast<size_t>(i)].get();
+    fresh = false;
+    return producer ? producer->gradient_buffer(&fresh) : Tensor();
 }
 
 bool grad_mode_enabled() { return g_grad_mode; }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -128,7 +129,7 @@ SafetensorsData load_safetensors(const std::string& path) {
     out.path = path;
     const uint64_t data_start = 8 + header_size;
     const uint64_t data_size = file_size - data_start;
-    uint64_t covered = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // data_offsets of every tensor
     std::vector<char> raw;
     try {
         for (const auto& [name, entry] : header.items()) {
@@ -140,6 +141,8 @@ SafetensorsData load_safetensors(const std::string& path) {
             const size_t elem = dtype_size(dtype);
             check(elem != 0, path, ": tensor '", name, "' has unsupported dtype ", dtype, " (F32, F64 and I64 are read)");
             const auto dims = entry.at("shape").get<std::vector<int64_t>>();
+            check(dims.size() <= static_cast<size_t>(kMaxDims), path, ": tensor '", name, "' has ", dims.size(),
+                  " dimensions (at most ", kMaxDims, " are supported)");
             const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
             check(offsets.size() == 2 && offsets[0] <= offsets[1] && offsets[1] <= data_size, path, ": tensor '", name,
                   "' has data offsets outside the file");
@@ -152,7 +155,7 @@ SafetensorsData load_safetensors(const std::string& path) {
             }
             check(numel * elem == offsets[1] - offsets[0], path, ": tensor '", name, "' of shape ", Shape(dims).str(),
                   " does not match its ", offsets[1] - offsets[0], " bytes of data");
-            covered += offsets[1] - offsets[0];
+            ranges.emplace_back(offsets[0], offsets[1]);
             raw.resize(offsets[1] - offsets[0]);
             in.seekg(static_cast<std::streamoff>(data_start + offsets[0]));
             in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
@@ -178,6 +181,15 @@ SafetensorsData load_safetensors(const std::string& path) {
         }
     } catch (const nlohmann::json::exception& e) {
         fail(path, ": corrupt safetensors header: ", e.what());
+    }
+    // As the format requires (and its reference reader checks): the tensors tile the data
+    // without gaps or overlaps, so no byte is read twice or left unexplained.
+    std::sort(ranges.begin(), ranges.end());
+    uint64_t covered = 0;
+    for (const auto& [begin, end] : ranges) {
+        check(begin == covered, path, ": tensor data offsets overlap or leave a gap at byte ", std::min(begin, covered),
+              " (corrupt file)");
+        covered = end;
     }
     check(covered == data_size, path, ": the tensors cover ", covered, " of the file's ", data_size,
           " data bytes (truncated or corrupt file)");

@@ -33,12 +33,6 @@ void Shape::push_back(int64_t v) {
     d_[static_cast<size_t>(n_++)] = v;
 }
 
-int64_t Shape::numel() const {
-    int64_t n = 1;
-    for (int64_t v : *this) n *= v;
-    return n;
-}
-
 std::string Shape::str() const {
     std::string s = "[";
     for (int i = 0; i < n_; ++i) {

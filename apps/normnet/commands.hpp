@@ -31,5 +31,7 @@ void as_usage_error(F&& f) {
 void add_demo_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace normnet::cli

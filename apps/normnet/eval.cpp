@@ -44,7 +44,11 @@ void run_eval(const EvalArgs& args) {
     set_num_threads(config.threads);
     const auto data = load_split(config, args.split);
     Trainer trainer(config, data, data);
-    trainer.model().load_state_dict(checkpoint.tensors);
+    try {
+        trainer.model().load_state_dict(checkpoint.tensors);
+    } catch (const Error& e) {
+        fail(args.checkpoint, ": tensors do not match its architecture ", spec.str(), ": ", e.what());
+    }
     const Evaluation e = trainer.evaluate(*data);
     const auto epoch = checkpoint.metadata.find("normnet.epoch");
     std::printf("checkpoint %s: %s, epoch %s\n", args.checkpoint.c_str(), spec.str().c_str(),
@@ -74,7 +78,8 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--data", args->data_dir, "Dataset folder");
     cmd->add_option("--split", args->split, "test or train")->check(CLI::IsMember({"test", "train"}))->capture_default_str();
     cmd->add_option("--predictions", args->predictions, "Also write index,label,predicted for every image to this CSV");
-    cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")->check(CLI::PositiveNumber);
+    cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")
+        ->check(CLI::Range(1, 1024));  // PositiveNumber's message would print its range as 0 to 1.8e308
     cmd->callback([args] { run_eval(*args); });
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace normnet::cli {
 
@@ -53,6 +54,20 @@ std::vector<int64_t> parse_size_list(const std::string& text, const std::string&
         if (comma == std::string::npos) break;
         start = comma + 1;
     }
+    return out;
+}
+
+std::vector<std::string> parse_norm_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        check(std::find(kNorms.begin(), kNorms.end(), item) != kNorms.end(), "--norms: unknown normalisation '", item,
+              "' in '", text, "' (expected any of layer,batch,rms,none)");
+        check(std::find(out.begin(), out.end(), item) == out.end(), "--norms: '", item, "' is listed twice");
+        out.push_back(item);
+    }
+    check(!out.empty(), "--norms: empty list");
     return out;
 }
 

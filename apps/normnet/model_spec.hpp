@@ -31,6 +31,9 @@ inline const std::vector<std::string> kNorms{"layer", "batch", "rms", "none"};
 /// Parses "300,100" into sizes; throws normnet::Error on anything else (empty items, non-numbers, <= 0).
 std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option);
 
+/// Parses "layer,batch" into normalisation names; throws normnet::Error on unknown or repeated names.
+std::vector<std::string> parse_norm_list(const std::string& text);
+
 /// Linear -> ReLU -> Norm for each hidden size, then the output Linear, as in the seed model
 /// (with norm "none" the Norm is left out, so the state_dict matches nn.Sequential's).
 std::shared_ptr<Sequential> build_model(const ModelSpec& spec);

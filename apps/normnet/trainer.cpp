@@ -10,8 +10,11 @@
 namespace normnet::cli {
 namespace {
 
-const DataLoaderOptions loader_options(const RunConfig& c) {
-    return DataLoaderOptions{.batch_size = c.batch_size, .shuffle = true, .drop_last = false, .seed = c.seed};
+DataLoaderOptions loader_options(const RunConfig& c, int64_t size) {
+    // BatchNorm cannot train on a batch of one sample: drop such a last batch (PyTorch would fail).
+    const bool lone_last = c.batch_size > 1 && size % c.batch_size == 1;
+    return DataLoaderOptions{
+        .batch_size = c.batch_size, .shuffle = true, .drop_last = lone_last && c.model.norm == "batch", .seed = c.seed};
 }
 
 std::string rng_state_text() {
@@ -68,7 +71,7 @@ std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& ch
 }
 
 Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test)
-    : config_(config), train_(std::move(train)), test_(std::move(test)), loader_(train_, loader_options(config)) {
+    : config_(config), train_(std::move(train)), test_(std::move(test)), loader_(train_, loader_options(config, train_->size())) {
     config_.validate();
     // The same seed gives the same initial Linear weights whatever the normalisation: the
     // norm layers draw no random numbers.
@@ -183,8 +186,16 @@ void Trainer::resume(const std::string& model_path) {
         if (name.rfind("optimizer.", 0) == 0) optimizer_state.emplace_back(name.substr(10), t);
     }
     // Everything is read and checked before anything is changed.
-    model_->load_state_dict(checkpoint.tensors);
-    optimizer_->load_state_dict(optimizer_state);
+    try {
+        model_->load_state_dict(checkpoint.tensors);
+    } catch (const Error& e) {
+        fail("--resume ", model_path, ": ", e.what());
+    }
+    try {
+        optimizer_->load_state_dict(optimizer_state);
+    } catch (const Error& e) {
+        fail("--resume ", state_path, ": ", e.what());
+    }
     scheduler_->set_position(parse_int(metadata_or_fail(state, "normnet.scheduler_position"), state_path));
     set_rng_state_text(metadata_or_fail(state, "normnet.rng_state"), state_path);
     epochs_done_ = epoch;

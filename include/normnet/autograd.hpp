@@ -27,6 +27,10 @@ struct Node {
 
     /// The buffer to += input i's gradient into, or an undefined tensor when input i needs none.
     Tensor grad_input(int i);
+    /// As grad_input, but a buffer that does not exist yet is allocated without zero-filling and
+    /// `fresh` is set: the caller must then write all of it instead of adding (large gradients,
+    /// e.g. a weight's, are thus not cleared every step only to be added to once).
+    Tensor grad_input_for_overwrite(int i, bool& fresh);
     /// True when input i needs a gradient (skip computing it otherwise).
     bool needs_grad(int i) const { return next_[static_cast<size_t>(i)] != nullptr; }
 
@@ -37,8 +41,9 @@ struct Node {
     uint64_t visit_mark_ = 0;
     bool released_ = false;
 
-    /// The buffer that receives this node's output gradient (allocated as zeros on first use).
-    virtual Tensor& gradient_buffer();
+    /// The buffer that receives this node's output gradient, allocated on first use: as zeros,
+    /// or uninitialised when `fresh` is given (then *fresh tells whether it was just allocated).
+    virtual Tensor& gradient_buffer(bool* fresh = nullptr);
 };
 
 /// True unless a NoGradGuard is alive on this thread.

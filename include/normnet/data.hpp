@@ -23,8 +23,8 @@ struct DataLoaderOptions {
 
 /// How uint8 pixels become floats: x / 255, then optionally (x - mean) / std.
 struct ImageTransform {
-    std::optional<float> mean;  // e.g. 0.1307 for MNIST
-    std::optional<float> std;   // e.g. 0.3081 for MNIST
+    std::optional<float> mean{};  // e.g. 0.1307 for MNIST
+    std::optional<float> std{};   // e.g. 0.3081 for MNIST
 };
 
 /// One mini-batch. `labels` holds class indices (image datasets, labelled tensors);

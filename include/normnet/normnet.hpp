@@ -1,11 +1,14 @@
-// The whole public API of normnet in one include.
+// The whole public API of normnet in one include, as <torch/torch.h> is for libtorch:
+//   #include <normnet/normnet.hpp>
 #pragma once
 
 #include "normnet/autograd.hpp"
 #include "normnet/checkpoint.hpp"
 #include "normnet/data.hpp"
 #include "normnet/error.hpp"
+#include "normnet/function.hpp"
 #include "normnet/gradcheck.hpp"
+#include "normnet/idx.hpp"
 #include "normnet/layers.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"

@@ -35,7 +35,11 @@ public:
     int64_t back() const { return d_[static_cast<size_t>(n_ - 1)]; }
     void push_back(int64_t v);
     /// Product of all sizes (1 for a scalar shape []).
-    int64_t numel() const;
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int i = 0; i < n_; ++i) n *= d_[static_cast<size_t>(i)];
+        return n;
+    }
     std::vector<int64_t> vec() const { return {begin(), end()}; }
     /// "[4, 2, 3]", as PyTorch prints sizes in its messages.
     std::string str() const;

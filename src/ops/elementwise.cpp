@@ -96,7 +96,8 @@ Tensor scalar_op(const Tensor& a_in, float add_value, float mul_value) {
     Tensor out = empty(a.shape());
     const float* x = a.data();
     float* o = out.data();
-    for (int64_t i = 0; i < a.numel(); ++i) o[i] = x[i] * mul_value + add_value;
+    const int64_t n = a.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * mul_value + add_value;
     if (autograd::any_requires_grad({&a})) {
         auto node = autograd::make_node<ScalarBackward>({&a});
         node->factor = mul_value;
@@ -114,7 +115,8 @@ struct ReluBackward final : Node {
         float* d = dx.data();
         const float* g = dout.data();
         const float* y = out.data();
-        for (int64_t i = 0; i < out.numel(); ++i) d[i] += y[i] > 0.0f ? g[i] : 0.0f;
+        const int64_t n = out.numel();
+        for (int64_t i = 0; i < n; ++i) d[i] += y[i] > 0.0f ? g[i] : 0.0f;
     }
     void release_saved() override { out = Tensor(); }
 };
@@ -127,7 +129,8 @@ struct SumBackward final : Node {
         if (!dx.defined()) return;
         const float g = dout.item() * scale;
         float* d = dx.data();
-        for (int64_t i = 0; i < dx.numel(); ++i) d[i] += g;
+        const int64_t n = dx.numel();
+        for (int64_t i = 0; i < n; ++i) d[i] += g;
     }
 };
 
@@ -135,8 +138,8 @@ Tensor reduce_all(const Tensor& x_in, bool average) {
     const Tensor x = x_in.contiguous();
     double acc = 0.0;
     const float* p = x.data();
-    for (int64_t i = 0; i < x.numel(); ++i) acc += p[i];
     const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) acc += p[i];
     Tensor out = scalar_tensor(static_cast<float>(average ? acc / static_cast<double>(n) : acc));
     if (autograd::any_requires_grad({&x})) {
         auto node = autograd::make_node<SumBackward>({&x});
@@ -159,7 +162,8 @@ Tensor relu(const Tensor& x_in) {
     Tensor out = empty(x.shape());
     const float* p = x.data();
     float* o = out.data();
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = p[i] > 0.0f ? p[i] : 0.0f;
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = p[i] > 0.0f ? p[i] : 0.0f;
     if (autograd::any_requires_grad({&x})) {
         auto node = autograd::make_node<ReluBackward>({&x});
         node->out = out.detach();

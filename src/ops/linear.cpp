@@ -2,6 +2,8 @@
 // cblas_sgemm with transpose flags instead of explicit transposes; gemm_naive is the reference.
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "gemm.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/ops.hpp"
@@ -55,12 +57,15 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
 }
 
 // dinp: [N, C] += dout: [N, OC] @ weight: [OC, C]; dweight: [OC, C] += dout^T @ inp;
-// dbias: [OC] += column sums of dout. Any of the three may be null.
+// dbias: [OC] += column sums of dout. Any of the three may be null. A gradient whose `fresh_*`
+// flag is set holds garbage and is overwritten instead (beta = 0), sparing a zero-fill.
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int64_t N, int64_t C, int64_t OC) {
-    if (dinp) gemm(false, false, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
-    if (dweight) gemm(true, false, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+                     const float* weight, int64_t N, int64_t C, int64_t OC, bool fresh_inp, bool fresh_weight,
+                     bool fresh_bias) {
+    if (dinp) gemm(false, false, N, C, OC, 1.0f, dout, OC, weight, C, fresh_inp ? 0.0f : 1.0f, dinp, C);
+    if (dweight) gemm(true, false, OC, C, N, 1.0f, dout, OC, inp, C, fresh_weight ? 0.0f : 1.0f, dweight, C);
     if (dbias) {
+        if (fresh_bias) std::fill(dbias, dbias + OC, 0.0f);
         for (int64_t n = 0; n < N; ++n) {
             const float* row = dout + n * OC;
             for (int64_t o = 0; o < OC; ++o) dbias[o] += row[o];
@@ -90,8 +95,12 @@ struct LinearBackward final : Node {
     int64_t N = 0, C = 0, OC = 0;
     const char* name() const override { return "AddmmBackward0"; }
     void backward(const Tensor& dout) override {
-        detail::linear_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)),
-                                data_or_null(grad_input(2)), dout.data(), x.data(), weight.data(), N, C, OC);
+        bool fresh_x = false, fresh_w = false, fresh_b = false;
+        const Tensor dx = grad_input_for_overwrite(0, fresh_x);
+        const Tensor dw = grad_input_for_overwrite(1, fresh_w);
+        const Tensor db = grad_input_for_overwrite(2, fresh_b);
+        detail::linear_backward(data_or_null(dx), data_or_null(dw), data_or_null(db), dout.data(), x.data(),
+                                weight.data(), N, C, OC, fresh_x, fresh_w, fresh_b);
     }
     void release_saved() override { x = weight = Tensor(); }
 };

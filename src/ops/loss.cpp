@@ -163,7 +163,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
     const Tensor a = input.contiguous(), b = target.contiguous();
     Tensor diff = empty(a.shape());
     double total = 0.0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
+    const int64_t n = a.numel();
+    for (int64_t i = 0; i < n; ++i) {
         const float d = a.data()[i] - b.data()[i];
         diff.data()[i] = d;
         total += static_cast<double>(d) * d;

@@ -1,0 +1,198 @@
+// `normnet bench`: seconds per training epoch of the seed MLP (Adam, training loop only) for
+// several batch sizes and normalisations, next to the GEMM floor measured in the same process:
+// the time the step's matrix products alone take through OpenBLAS (3 forward, 3 weight-gradient
+// and 2 input-gradient sgemm per step, the same shapes and thread count).
+#include <cblas.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "commands.hpp"
+#include "trainer.hpp"
+#include "normnet/normnet.hpp"
+
+namespace normnet::cli {
+namespace {
+
+struct BenchArgs {
+    RunConfig base;
+    std::string batch_sizes = "32,128,512";
+    std::string norms = "layer,batch,none";
+    std::string hidden = "300,100";
+    int warmup = 1;
+    int repeats = 3;
+    bool json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double peak_rss_mb() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Matrix products of one epoch alone: for every batch, y_l = x_l W_l^T (forward), dW_l += dy_l^T x_l,
+// and dx_l = dy_l W_l for every layer but the first, exactly as linear() and its backward call sgemm.
+class GemmFloor {
+public:
+    GemmFloor(const ModelSpec& spec, int64_t batch) : batch_(batch) {
+        widths_.push_back(spec.inputs);
+        for (int64_t h : spec.hidden) widths_.push_back(h);
+        widths_.push_back(spec.classes);
+        Generator gen(1);
+        for (size_t l = 0; l + 1 < widths_.size(); ++l) {
+            weights_.push_back(randn({widths_[l + 1], widths_[l]}, gen));
+            dweights_.push_back(zeros({widths_[l + 1], widths_[l]}));
+        }
+        for (int64_t w : widths_) {
+            acts_.push_back(rand({batch, w}, gen));
+            dacts_.push_back(randn({batch, w}, gen));
+        }
+    }
+
+    // Seconds for the products of `samples` samples in batches of batch_ (last one partial).
+    double epoch_seconds(int64_t samples) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int64_t done = 0; done < samples; done += batch_) step(std::min(batch_, samples - done));
+        return seconds_since(start);
+    }
+
+private:
+    void step(int64_t n) {
+        const auto L = static_cast<blasint>(weights_.size());
+        const auto N = static_cast<blasint>(n);
+        for (blasint l = 0; l < L; ++l) {
+            const auto C = static_cast<blasint>(widths_[l]), OC = static_cast<blasint>(widths_[l + 1]);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, acts_[l].data(), C, weights_[l].data(), C,
+                        1.0f, acts_[l + 1].data(), OC);
+        }
+        for (blasint l = L - 1; l >= 0; --l) {
+            const auto C = static_cast<blasint>(widths_[l]), OC = static_cast<blasint>(widths_[l + 1]);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dacts_[l + 1].data(), OC, acts_[l].data(),
+                        C, 1.0f, dweights_[l].data(), C);
+            if (l > 0) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dacts_[l + 1].data(), OC,
+                            weights_[l].data(), C, 1.0f, dacts_[l].data(), C);
+            }
+        }
+    }
+
+    int64_t batch_;
+    std::vector<int64_t> widths_;
+    std::vector<Tensor> weights_, dweights_, acts_, dacts_;
+};
+
+struct BenchResult {
+    std::string norm;
+    int64_t batch = 0;
+    std::vector<double> epochs;
+    double median_seconds = 0, floor_seconds = 0, samples_per_second = 0, peak_rss = 0, final_loss = 0;
+};
+
+void run_bench(BenchArgs& a) {
+    std::vector<std::string> norms;
+    std::vector<int64_t> batches;
+    as_usage_error([&] {
+        batches = parse_size_list(a.batch_sizes, "--batch-sizes");
+        a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
+        norms = parse_norm_list(a.norms);
+        check(a.repeats > 0, "--repeats: must be positive, got ", a.repeats);
+        check(a.warmup >= 0, "--warmup: must be non-negative, got ", a.warmup);
+        a.base.validate();
+    });
+    if (a.base.threads == 0) a.base.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_num_threads(a.base.threads);
+    const auto train = load_split(a.base, "train");
+    const auto test = load_split(a.base, "test");
+    if (!a.json) {
+        std::printf("normnet bench: %s, Adam lr %g, %lld training images, %d threads, %d warm-up + %d timed epochs per row\n",
+                    a.base.model.str().c_str(), a.base.lr, static_cast<long long>(train->size()), a.base.threads, a.warmup,
+                    a.repeats);
+        std::printf("%-6s %6s %12s %12s %12s %8s %10s\n", "norm", "batch", "s/epoch", "samples/s", "GEMM floor", "ratio",
+                    "peak RSS");
+        std::fflush(stdout);
+    }
+    for (int64_t batch : batches) {
+        for (const auto& norm : norms) {
+            RunConfig c = a.base;
+            c.model.norm = norm;
+            c.batch_size = batch;
+            c.epochs = a.warmup + a.repeats;
+            Trainer trainer(c, train, test);
+            GemmFloor floor(c.model, batch);
+            BenchResult r;
+            r.norm = norm;
+            r.batch = batch;
+            for (int i = 0; i < a.warmup; ++i) trainer.train_epoch();
+            std::vector<double> floors;
+            for (int i = 0; i < a.repeats; ++i) {
+                // Alternate training and floor epochs so both see the same machine state.
+                const auto start = std::chrono::steady_clock::now();
+                r.final_loss = trainer.train_epoch().first;
+                r.epochs.push_back(seconds_since(start));
+                floors.push_back(floor.epoch_seconds(train->size()));
+            }
+            r.median_seconds = median(r.epochs);
+            r.floor_seconds = median(floors);
+            r.samples_per_second = static_cast<double>(train->size()) / r.median_seconds;
+            r.peak_rss = peak_rss_mb();
+            if (a.json) {
+                nlohmann::ordered_json j{{"impl", "normnet"},
+                                         {"norm", norm},
+                                         {"batch", batch},
+                                         {"threads", c.threads},
+                                         {"epochs_seconds", r.epochs},
+                                         {"median_seconds", r.median_seconds},
+                                         {"samples_per_second", r.samples_per_second},
+                                         {"gemm_floor_seconds", r.floor_seconds},
+                                         {"ratio_to_floor", r.median_seconds / r.floor_seconds},
+                                         {"peak_rss_mb", r.peak_rss},
+                                         {"train_loss", r.final_loss}};
+                std::printf("%s\n", j.dump().c_str());
+            } else {
+                std::printf("%-6s %6lld %10.3f s %12.0f %10.3f s %7.2fx %7.0f MB\n", norm.c_str(),
+                            static_cast<long long>(batch), r.median_seconds, r.samples_per_second, r.floor_seconds,
+                            r.median_seconds / r.floor_seconds, r.peak_rss);
+            }
+            std::fflush(stdout);
+        }
+    }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+    auto a = std::make_shared<BenchArgs>();
+    RunConfig& c = a->base;
+    c.optimizer = "adam";
+    c.lr = 1e-3;
+    c.weight_decay = 0.0;
+    c.schedule = "constant";
+    CLI::App* cmd = app.add_subcommand("bench", "Time training epochs of the seed MLP against the GEMM floor");
+    cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated")->capture_default_str();
+    cmd->add_option("--norms", a->norms, "Normalisations: any of layer,batch,rms,none")->capture_default_str();
+    cmd->add_option("--hidden", a->hidden, "Hidden layer sizes")->capture_default_str();
+    cmd->add_option("--warmup", a->warmup, "Untimed epochs before timing")->capture_default_str();
+    cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
+    cmd->add_option("--dataset", c.dataset, "mnist or fashion-mnist")->check(CLI::IsMember({"mnist", "fashion-mnist"}))->capture_default_str();
+    cmd->add_option("--data", c.data_dir, "Dataset folder");
+    cmd->add_option("--limit", c.limit, "Use only the first N training images (0: all)");
+    cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(CLI::PositiveNumber);
+    cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
+    cmd->callback([a] { run_bench(*a); });
+}
+
+}  // namespace normnet::cli

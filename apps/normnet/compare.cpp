@@ -1,0 +1,427 @@
+// `normnet compare`: trains the same architecture under several normalisations and batch sizes
+// from the same seed (identical initial Linear weights for every normalisation, identical data
+// order for a given batch size) and reports accuracy, batch-size sensitivity, the train/eval
+// discrepancy and time, as CSV, Markdown and SVG charts.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "commands.hpp"
+#include "progress.hpp"
+#include "svg_chart.hpp"
+#include "trainer.hpp"
+#include "normnet/normnet.hpp"
+
+namespace normnet::cli {
+namespace {
+
+struct CompareArgs {
+    RunConfig base;
+    std::string norms = "layer,batch,none";
+    std::string batch_sizes = "4,16,64,256";
+    std::string hidden = "300,100";
+    std::string lr_scaling = "none";  // none | linear | sqrt
+    int64_t reference_batch = 128;
+    int seeds = 1;
+    int64_t discrepancy_images = 10000;
+    std::string out;
+    std::string command_line;
+};
+
+// Everything measured for one (norm, batch size, seed) run.
+struct RunResult {
+    std::string norm;
+    int64_t batch = 0;
+    uint64_t seed = 0;
+    double lr = 0;
+    std::vector<EpochMetrics> curve;
+    double best_test_acc = 0;
+    double seconds_per_epoch = 0;
+    double train_mode_acc = 0, eval_mode_acc = 0, logit_mad = 0;  // train/eval discrepancy
+    double single_sample_acc = 0, full_batch_acc = 0;
+    int64_t single_sample_mismatches = 0;  // predictions that differ between batch 1 and full batch
+    bool consistent() const { return single_sample_acc == full_batch_acc; }
+    const EpochMetrics& last() const { return curve.back(); }
+};
+
+std::string norm_label(const std::string& norm) {
+    if (norm == "layer") return "LayerNorm";
+    if (norm == "batch") return "BatchNorm";
+    if (norm == "rms") return "RMSNorm";
+    return "no norm";
+}
+
+double scaled_lr(const CompareArgs& a, int64_t batch) {
+    const double ratio = static_cast<double>(batch) / static_cast<double>(a.reference_batch);
+    if (a.lr_scaling == "linear") return a.base.lr * ratio;
+    if (a.lr_scaling == "sqrt") return a.base.lr * std::sqrt(ratio);
+    return a.base.lr;
+}
+
+// Logits of `data` rows in batches of `batch_size` in the model's current mode, without
+// recording a graph. Training-mode BatchNorm would update its running statistics: the caller
+// restores the buffers afterwards.
+Tensor logits_of(Sequential& model, const std::shared_ptr<const Dataset>& data, int64_t batch_size) {
+    NoGradGuard no_grad;
+    DataLoader loader(data, DataLoaderOptions{.batch_size = batch_size});
+    Tensor all = empty({data->size(), model.at<Linear>(model.size() - 1)->options().out_features});
+    int64_t row = 0;
+    for (const Batch& batch : loader) {
+        if (batch.size() < 2 && model.is_training()) {
+            // A batch of one cannot be normalised over the batch; use eval mode for that row.
+            model.eval();
+            all.narrow(0, row, batch.size()).copy_(model.forward(batch.inputs));
+            model.train();
+        } else {
+            all.narrow(0, row, batch.size()).copy_(model.forward(batch.inputs));
+        }
+        row += batch.size();
+    }
+    return all;
+}
+
+double accuracy_of(const Tensor& logits, const Dataset& data) {
+    std::vector<int64_t> labels(data.labels.begin(), data.labels.end());
+    return static_cast<double>(count_correct(logits, labels)) / static_cast<double>(data.size());
+}
+
+// Train-mode vs eval-mode outputs on the same training images, and eval-mode batch-of-one vs
+// full-batch predictions on the test set.
+void measure_discrepancy(Sequential& model, RunResult& r, const std::shared_ptr<const Dataset>& train_subset,
+                         const std::shared_ptr<const Dataset>& test) {
+    std::vector<Tensor> saved;
+    for (const Tensor& b : model.buffers()) saved.push_back(b.clone());
+    model.train();
+    const Tensor train_logits = logits_of(model, train_subset, r.batch);
+    auto buffers = model.buffers();
+    for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved[i]);
+    model.eval();
+    const Tensor eval_logits = logits_of(model, train_subset, r.batch);  // same batches: only the mode differs
+    r.train_mode_acc = accuracy_of(train_logits, *train_subset);
+    r.eval_mode_acc = accuracy_of(eval_logits, *train_subset);
+    double mad = 0.0;
+    const float* a = train_logits.data();
+    const float* b = eval_logits.data();
+    for (int64_t i = 0; i < train_logits.numel(); ++i) mad += std::abs(static_cast<double>(a[i]) - b[i]);
+    r.logit_mad = mad / static_cast<double>(train_logits.numel());
+
+    const Tensor full = logits_of(model, test, 1000);
+    const Tensor single = logits_of(model, test, 1);
+    r.full_batch_acc = accuracy_of(full, *test);
+    r.single_sample_acc = accuracy_of(single, *test);
+    const int64_t C = full.size(1);
+    for (int64_t n = 0; n < test->size(); ++n) {
+        const float* fr = full.data() + n * C;
+        const float* sr = single.data() + n * C;
+        r.single_sample_mismatches += (std::max_element(fr, fr + C) - fr) != (std::max_element(sr, sr + C) - sr);
+    }
+}
+
+struct Summary {
+    double mean = 0, std = 0;
+    int n = 0;
+};
+
+template <class F>
+Summary summarize(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch, F value) {
+    std::vector<double> v;
+    for (const auto& r : runs) {
+        if (r.norm == norm && r.batch == batch) v.push_back(value(r));
+    }
+    Summary s;
+    s.n = static_cast<int>(v.size());
+    if (v.empty()) return s;
+    for (double x : v) s.mean += x;
+    s.mean /= static_cast<double>(v.size());
+    for (double x : v) s.std += (x - s.mean) * (x - s.mean);
+    s.std = v.size() > 1 ? std::sqrt(s.std / static_cast<double>(v.size() - 1)) : 0.0;  // sample std
+    return s;
+}
+
+std::string fmt(const char* format, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+std::string pct_cell(const Summary& s, int seeds) {
+    if (s.n == 0) return "";
+    return seeds > 1 ? fmt("%.2f", 100 * s.mean) + " ± " + fmt("%.2f", 100 * s.std) : fmt("%.2f", 100 * s.mean);
+}
+
+std::string results_csv(const std::vector<RunResult>& runs) {
+    std::string csv =
+        "norm,batch_size,seed,lr,epochs,final_test_acc,best_test_acc,final_test_loss,seconds_per_epoch,"
+        "train_mode_acc,eval_mode_acc,train_eval_logit_mad,single_sample_test_acc,full_batch_test_acc,"
+        "single_sample_mismatches,single_sample_consistent\n";
+    for (const auto& r : runs) {
+        char row[512];
+        std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s\n",
+                      r.norm.c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
+                      r.curve.size(), r.last().test_acc, r.best_test_acc, r.last().test_loss, r.seconds_per_epoch,
+                      r.train_mode_acc, r.eval_mode_acc, r.logit_mad, r.single_sample_acc, r.full_batch_acc,
+                      static_cast<long long>(r.single_sample_mismatches), r.consistent() ? "true" : "false");
+        csv += row;
+    }
+    return csv;
+}
+
+std::string curves_csv(const std::vector<RunResult>& runs) {
+    std::string csv = "norm,batch_size,seed,epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n";
+    for (const auto& r : runs) {
+        for (const auto& m : r.curve) {
+            char row[256];
+            std::snprintf(row, sizeof row, "%s,%lld,%llu,%lld,%.6f,%.6f,%.6f,%.6f,%.4f,%.6g\n", r.norm.c_str(),
+                          static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed),
+                          static_cast<long long>(m.epoch), m.train_loss, m.train_acc, m.test_loss, m.test_acc,
+                          m.seconds, m.lr);
+            csv += row;
+        }
+    }
+    return csv;
+}
+
+// One Markdown table: a row per normalisation, a column per batch size.
+template <class F>
+std::string grid_table(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                       const std::vector<int64_t>& batches, F cell) {
+    std::string t = "| normalisation |";
+    for (int64_t b : batches) t += " batch " + std::to_string(b) + " |";
+    t += "\n|---|";
+    for (size_t i = 0; i < batches.size(); ++i) t += "---:|";
+    t += "\n";
+    for (const auto& n : norms) {
+        t += "| " + norm_label(n) + " |";
+        for (int64_t b : batches) t += " " + cell(runs, n, b) + " |";
+        t += "\n";
+    }
+    return t;
+}
+
+std::string accuracy_table(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                           const std::vector<int64_t>& batches, int seeds) {
+    return grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
+        return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.last().test_acc; }), seeds);
+    });
+}
+
+std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                      const std::vector<int64_t>& batches, double total_seconds) {
+    const int seeds = a.seeds;
+    std::string md = "# normnet compare: normalisation x batch size\n\n";
+    md += "Model " + a.base.model.str() + " (the normalisation after each hidden ReLU), dataset " + a.base.dataset +
+          ", " + std::to_string(a.base.epochs) + " epochs, " + a.base.optimizer + " lr " + fmt("%g", a.base.lr) +
+          " (scaling: " + a.lr_scaling + ", reference batch " + std::to_string(a.reference_batch) + "), schedule " +
+          a.base.schedule + ", " + std::to_string(seeds) + " seed(s) from " + std::to_string(a.base.seed) +
+          ". Every run of a seed starts from identical Linear weights and sees the data in the same order for a "
+          "given batch size.\n\n";
+    md += std::string("## Final test accuracy (%") + (seeds > 1 ? ", mean ± std over seeds" : "") + ")\n\n";
+    md += accuracy_table(runs, norms, batches, seeds) + "\n";
+    md += "## Best test accuracy over epochs (%)\n\n";
+    md += grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
+        return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.best_test_acc; }), seeds);
+    }) + "\n";
+    md += "## Train/eval discrepancy\n\n";
+    md += "The first " + std::to_string(a.discrepancy_images) +
+          " training images through the final model in training mode (batches of the run's size; running "
+          "statistics restored afterwards) and in eval mode. LayerNorm, RMSNorm and no normalisation behave the "
+          "same in both modes, so their difference is zero by construction; for BatchNorm it measures how far the "
+          "running statistics are from the batch statistics.\n\n";
+    md += "| normalisation | batch | train-mode acc % | eval-mode acc % | mean abs logit difference |\n|---|---:|---:|---:|---:|\n";
+    for (const auto& n : norms) {
+        for (int64_t b : batches) {
+            const auto tm = summarize(runs, n, b, [](const RunResult& r) { return r.train_mode_acc; });
+            const auto em = summarize(runs, n, b, [](const RunResult& r) { return r.eval_mode_acc; });
+            const auto mad = summarize(runs, n, b, [](const RunResult& r) { return r.logit_mad; });
+            md += "| " + norm_label(n) + " | " + std::to_string(b) + " | " + fmt("%.2f", 100 * tm.mean) + " | " +
+                  fmt("%.2f", 100 * em.mean) + " | " + fmt("%.4g", mad.mean) + " |\n";
+        }
+    }
+    md += "\n## Eval mode, one sample at a time vs the full batch\n\n";
+    md += "| normalisation | batch | single-sample test acc % | full-batch test acc % | differing predictions | result |\n|---|---:|---:|---:|---:|---|\n";
+    for (const auto& r : runs) {
+        md += "| " + norm_label(r.norm) + " | " + std::to_string(r.batch) + " | " + fmt("%.2f", 100 * r.single_sample_acc) +
+              " | " + fmt("%.2f", 100 * r.full_batch_acc) + " | " + std::to_string(r.single_sample_mismatches) + " | " +
+              (r.consistent() ? "ok" : "**FAIL**") + " |\n";
+    }
+    md += "\n## Seconds per training epoch\n\n";
+    md += grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
+        const auto s = summarize(rs, n, b, [](const RunResult& r) { return r.seconds_per_epoch; });
+        return s.n ? fmt("%.2f", s.mean) : std::string();
+    }) + "\n";
+    md += "Total wall time " + format_duration(total_seconds) + " on " + std::to_string(a.base.threads) + " threads.\n\n";
+    md += "## Charts\n\n![accuracy vs batch size](accuracy_vs_batch.svg)\n\n![test accuracy per epoch](test_acc_curves.svg)\n\n";
+    md += "## Command and config\n\n```\n" + a.command_line + "\n```\n\n```json\n" +
+          nlohmann::json::parse(a.base.to_json()).dump(2) + "\n```\n";
+    return md;
+}
+
+std::string accuracy_chart(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                           const std::vector<int64_t>& batches, int seeds, const std::string& dataset) {
+    std::vector<Series> series;
+    for (const auto& n : norms) {
+        Series s;
+        s.label = norm_label(n);
+        for (int64_t b : batches) {
+            const auto acc = summarize(runs, n, b, [](const RunResult& r) { return r.last().test_acc; });
+            if (acc.n == 0) continue;
+            s.x.push_back(static_cast<double>(b));
+            s.y.push_back(acc.mean);
+            if (seeds > 1) s.y_err.push_back(acc.std);
+        }
+        series.push_back(s);
+    }
+    ChartOptions o;
+    o.title = "Final test accuracy vs batch size (" + dataset + (seeds > 1 ? ", mean ± std over " + std::to_string(seeds) + " seeds)" : ")");
+    o.x_label = "batch size";
+    o.y_label = "test accuracy";
+    o.log_x = true;
+    o.percent_y = true;
+    return line_chart_svg(series, o);
+}
+
+std::string curves_chart(const std::vector<RunResult>& runs, const std::string& dataset) {
+    std::vector<Series> series;
+    for (const auto& r : runs) {
+        Series s;
+        s.label = norm_label(r.norm) + ", batch " + std::to_string(r.batch) + (r.seed != runs.front().seed ? ", seed " + std::to_string(r.seed) : "");
+        for (const auto& m : r.curve) {
+            s.x.push_back(static_cast<double>(m.epoch));
+            s.y.push_back(m.test_acc);
+        }
+        series.push_back(s);
+    }
+    ChartOptions o;
+    o.title = "Test accuracy per epoch (" + dataset + ")";
+    o.x_label = "epoch";
+    o.y_label = "test accuracy";
+    o.percent_y = true;
+    return line_chart_svg(series, o);
+}
+
+void run_compare(CompareArgs& a) {
+    std::vector<std::string> norms;
+    std::vector<int64_t> batches;
+    as_usage_error([&] {
+        norms = parse_norm_list(a.norms);
+        batches = parse_size_list(a.batch_sizes, "--batch-sizes");
+        a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
+        check(a.seeds > 0, "--seeds: must be positive, got ", a.seeds);
+        check(a.lr_scaling == "none" || a.lr_scaling == "linear" || a.lr_scaling == "sqrt", "--lr-scaling: unknown '",
+              a.lr_scaling, "' (expected none, linear or sqrt)");
+        check(a.discrepancy_images > 0, "--discrepancy-images: must be positive, got ", a.discrepancy_images);
+        a.base.validate();
+    });
+    if (a.base.threads == 0) a.base.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    set_num_threads(a.base.threads);
+    const auto train = load_split(a.base, "train");
+    const auto test = load_split(a.base, "test");
+    const auto train_subset = std::make_shared<const Dataset>(take(*train, a.discrepancy_images));
+    const std::string dir = a.out.empty() ? "compare" : a.out;
+    std::filesystem::create_directories(dir);
+
+    const int64_t total_runs = static_cast<int64_t>(norms.size() * batches.size()) * a.seeds;
+    const bool tty = stdout_is_terminal();
+    std::printf("normnet compare: %s x batch sizes %s, %d seed(s), %lld epochs each, %lld runs -> %s/\n", a.norms.c_str(),
+                a.batch_sizes.c_str(), a.seeds, static_cast<long long>(a.base.epochs), static_cast<long long>(total_runs),
+                dir.c_str());
+    std::fflush(stdout);
+    // Work of a run ~ its batches; the bar counts training epochs weighted equally.
+    ProgressBar bar("compare", total_runs * a.base.epochs, train->size(), tty);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<RunResult> runs;
+    int64_t epochs_done = 0;
+    for (int s = 0; s < a.seeds; ++s) {
+        for (int64_t batch : batches) {
+            for (const auto& norm : norms) {
+                RunConfig c = a.base;
+                c.model.norm = norm;
+                c.batch_size = batch;
+                c.seed = a.base.seed + static_cast<uint64_t>(s);
+                c.lr = scaled_lr(a, batch);
+                Trainer trainer(c, train, test);
+                RunResult r;
+                r.norm = norm;
+                r.batch = batch;
+                r.seed = c.seed;
+                r.lr = c.lr;
+                for (int64_t e = 0; e < c.epochs; ++e) {
+                    r.curve.push_back(trainer.run_epoch());
+                    r.best_test_acc = std::max(r.best_test_acc, r.curve.back().test_acc);
+                    r.seconds_per_epoch += r.curve.back().seconds / static_cast<double>(c.epochs);
+                    bar.update(++epochs_done, norm_label(norm) + " batch " + std::to_string(batch));
+                }
+                measure_discrepancy(trainer.model(), r, train_subset, test);
+                runs.push_back(r);
+                if (!tty) {
+                    std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
+                                "single-sample eval %s, %.2f s/epoch\n",
+                                norm_label(norm).c_str(), static_cast<long long>(batch),
+                                static_cast<unsigned long long>(c.seed), 100 * r.last().test_acc, 100 * r.best_test_acc,
+                                r.logit_mad, r.consistent() ? "ok" : "FAIL", r.seconds_per_epoch);
+                    std::fflush(stdout);
+                }
+            }
+        }
+    }
+    bar.finish();
+    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    write_text_file_atomic(dir + "/results.csv", results_csv(runs));
+    write_text_file_atomic(dir + "/curves.csv", curves_csv(runs));
+    write_text_file_atomic(dir + "/accuracy_vs_batch.svg", accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
+    write_text_file_atomic(dir + "/test_acc_curves.svg", curves_chart(runs, a.base.dataset));
+    write_text_file_atomic(dir + "/report.md", report_md(a, runs, norms, batches, total));
+    std::printf("\nFinal test accuracy (%%):\n\n%s\n", accuracy_table(runs, norms, batches, a.seeds).c_str());
+    std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg in %s\n", dir.c_str(),
+                format_duration(total).c_str());
+    int64_t failures = 0;
+    for (const auto& r : runs) failures += r.consistent() ? 0 : 1;
+    check(failures == 0, failures, " run(s) gave a different eval-mode test accuracy one sample at a time than in full "
+          "batches (see ", dir, "/report.md)");
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+    auto a = std::make_shared<CompareArgs>();
+    RunConfig& c = a->base;
+    c.epochs = 5;
+    CLI::App* cmd = app.add_subcommand("compare", "Train under several normalisations and batch sizes and compare them");
+    cmd->add_option("--norms", a->norms, "Normalisations: any of layer,batch,rms,none")->capture_default_str();
+    cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated")->capture_default_str();
+    cmd->add_option("--epochs", c.epochs, "Epochs per run")->capture_default_str();
+    cmd->add_option("--hidden", a->hidden, "Hidden layer sizes, comma-separated")->capture_default_str();
+    cmd->add_option("--seeds", a->seeds, "Repeats with seeds seed, seed+1, ... (reported as mean ± std)")->capture_default_str();
+    cmd->add_option("--optimizer", c.optimizer, "sgd, adam or adamw")->check(CLI::IsMember({"sgd", "adam", "adamw"}))->capture_default_str();
+    cmd->add_option("--lr", c.lr, "Learning rate at the reference batch size")->capture_default_str();
+    cmd->add_option("--lr-scaling", a->lr_scaling, "Scale the lr with batch/reference: none, linear or sqrt")
+        ->check(CLI::IsMember({"none", "linear", "sqrt"}))->capture_default_str();
+    cmd->add_option("--reference-batch", a->reference_batch, "Batch size at which --lr applies unscaled")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
+    cmd->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
+    cmd->add_option("--schedule", c.schedule, "constant, step or cosine")->check(CLI::IsMember({"constant", "step", "cosine"}))->capture_default_str();
+    cmd->add_option("--warmup", c.warmup, "Linear warm-up, in batches")->capture_default_str();
+    cmd->add_option("--clip", c.clip, "Gradient-norm clipping (0: off)")->capture_default_str();
+    cmd->add_option("--seed", c.seed, "First seed")->capture_default_str();
+    cmd->add_option("--dataset", c.dataset, "mnist or fashion-mnist")->check(CLI::IsMember({"mnist", "fashion-mnist"}))->capture_default_str();
+    cmd->add_option("--data", c.data_dir, "Dataset folder");
+    cmd->add_option("--limit", c.limit, "Use only the first N training and test images (0: all)");
+    cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images used for the train/eval discrepancy")->capture_default_str();
+    cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(CLI::PositiveNumber);
+    cmd->add_option("--out", a->out, "Output folder (default: compare)");
+    cmd->callback([a, cmd] {
+        a->command_line = "normnet compare";
+        for (const CLI::Option* o : cmd->get_options()) {
+            if (o->count() == 0 || o->get_name() == "--help") continue;
+            a->command_line += " " + o->get_name() + " " + o->as<std::string>();
+        }
+        run_compare(*a);
+    });
+}
+
+}  // namespace normnet::cli
