@@ -125,6 +125,13 @@ std::vector<std::pair<std::string, Factory>> factories() {
 // PyTorch goldens
 
 TEST_CASE("optim: every optim.safetensors case matches torch 1.13 over 5 steps", "[optim][golden]") {
+#ifdef __FMA__
+    const double kRtol = 1e-6, kAtol = 1e-7;
+#else
+    // Without hardware fma (e.g. NORMNET_NATIVE=OFF or sanitizer builds) each of torch's fused
+    // a + alpha * b rounds twice here; Nesterov's cancellation makes that ~3e-7 absolute by step 3.
+    const double kRtol = 1e-5, kAtol = 1e-6;
+#endif
     const auto g = test::golden("optim.safetensors");
     const char* cases[] = {"sgd",  "sgd_momentum", "sgd_dampening", "sgd_nesterov", "sgd_wd",
                            "adam", "adam_wd",      "adam_betas",    "adamw",        "adamw_wd"};
@@ -142,8 +149,8 @@ TEST_CASE("optim: every optim.safetensors case matches torch 1.13 over 5 steps",
             p0.set_grad(g0.clone());
             p1.set_grad(g1.clone());
             opt->step();
-            require_near(p0, g.at(c + ".after" + step + ".p0"), c + ".after" + step + ".p0");
-            require_near(p1, g.at(c + ".after" + step + ".p1"), c + ".after" + step + ".p1");
+            require_near(p0, g.at(c + ".after" + step + ".p0"), c + ".after" + step + ".p0", kRtol, kAtol);
+            require_near(p1, g.at(c + ".after" + step + ".p1"), c + ".after" + step + ".p1", kRtol, kAtol);
             exact = exact && bit_equal(p0, g.at(c + ".after" + step + ".p0")) &&
                     bit_equal(p1, g.at(c + ".after" + step + ".p1"));
             // Weight decay happens inside step(); the gradients themselves are left alone, as in torch.
