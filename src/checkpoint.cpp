@@ -153,7 +153,7 @@ SafetensorsData load_safetensors(const std::string& path) {
                       "' has an impossible shape");
                 numel *= static_cast<uint64_t>(d);
             }
-            check(numel * elem == offsets[1] - offsets[0], path, ": tensor '", name, "' of shape ", Shape(dims).str(),
+            check(numel * elem == offsets[1] - offsets[0], path, ": tensor '", name, "' of shape ", Shape(dims),
                   " does not match its ", offsets[1] - offsets[0], " bytes of data");
             ranges.emplace_back(offsets[0], offsets[1]);
             raw.resize(offsets[1] - offsets[0]);

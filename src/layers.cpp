@@ -26,7 +26,7 @@ std::string py_tuple(const std::vector<int64_t>& v) {
 
 void check_positive_shape(const std::vector<int64_t>& shape, const char* layer) {
     check(!shape.empty(), layer, ": normalized_shape must not be empty");
-    for (int64_t s : shape) check(s > 0, layer, ": normalized_shape ", Shape(shape).str(), " must be positive");
+    for (int64_t s : shape) check(s > 0, layer, ": normalized_shape ", Shape(shape), " must be positive");
 }
 
 }  // namespace
@@ -148,15 +148,15 @@ void BatchNorm1d::reset_parameters() {
 
 Tensor BatchNorm1d::forward(const Tensor& x) {
     check(x.dim() == 2 || x.dim() == 3, "BatchNorm1d: expected 2D or 3D input (got ", x.dim(), "D input of shape ",
-          x.shape().str(), ")");
+          x.shape(), ")");
     check(x.size(1) == options_.num_features, "BatchNorm1d: running_mean should contain ", x.size(1),
-          " elements not ", options_.num_features, " (input of shape ", x.shape().str(), ")");
+          " elements not ", options_.num_features, " (input of shape ", x.shape(), ")");
     const bool update = is_training() && options_.track_running_stats;
     int64_t batches = 0;
     if (update) {
         // Checked before counting, so a rejected batch of one leaves the buffers untouched.
         check(x.size(0) * (x.dim() == 3 ? x.size(2) : 1) > 1,
-              "Expected more than 1 value per channel when training, got input size ", x.shape().str());
+              "Expected more than 1 value per channel when training, got input size ", x.shape());
         batches = static_cast<int64_t>(num_batches_tracked.item()) + 1;
         num_batches_tracked.fill_(static_cast<float>(batches));
     }

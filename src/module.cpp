@@ -121,8 +121,8 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
             continue;
         }
         check(source.shape() == target.shape(), "load_state_dict: size mismatch for ", name,
-              ": copying a param with shape ", source.shape().str(), ", the shape in current model is ",
-              target.shape().str());
+              ": copying a param with shape ", source.shape(), ", the shape in current model is ",
+              target.shape());
         target.detach().copy_(source);
     }
 }

@@ -129,13 +129,13 @@ bool Tensor::is_contiguous() const { return impl().strides == detail::contiguous
 
 float Tensor::item() const {
     check(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to a scalar (shape ",
-          shape().str(), ")");
+          shape(), ")");
     return *data();
 }
 
 float Tensor::at(std::initializer_list<int64_t> index) const {
     check(static_cast<int>(index.size()) == dim(), "at: index of ", index.size(), " values for a tensor of shape ",
-          shape().str());
+          shape());
     int64_t offset = impl().offset;
     int d = 0;
     for (int64_t i : index) {
@@ -181,13 +181,13 @@ Tensor& Tensor::fill_(float value) {
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
-    check(src.numel() == numel(), "copy_: source of shape ", src.shape().str(), " does not fit a tensor of shape ",
-          shape().str());
+    check(src.numel() == numel(), "copy_: source of shape ", src.shape(), " does not fit a tensor of shape ",
+          shape());
     if (is_contiguous() && src.is_contiguous()) {
         std::memmove(data(), src.data(), static_cast<size_t>(numel()) * sizeof(float));
         return *this;
     }
-    check(src.shape() == shape(), "copy_: shapes ", src.shape().str(), " and ", shape().str(), " differ");
+    check(src.shape() == shape(), "copy_: shapes ", src.shape(), " and ", shape(), " differ");
     float* dst = impl().storage->data;
     const float* s = src.impl().storage->data;
     detail::for_each_offset2(shape(), strides(), impl().offset, src.strides(), src.impl().offset,
@@ -202,8 +202,8 @@ Tensor& Tensor::mul_(float factor) {
 }
 
 Tensor& Tensor::add_(const Tensor& other, float alpha) {
-    check(other.numel() == numel(), "add_: a tensor of shape ", other.shape().str(),
-          " cannot be added to one of shape ", shape().str());
+    check(other.numel() == numel(), "add_: a tensor of shape ", other.shape(),
+          " cannot be added to one of shape ", shape());
     if (is_contiguous() && other.is_contiguous()) {
         float* d = data();
         const float* o = other.data();
@@ -211,7 +211,7 @@ Tensor& Tensor::add_(const Tensor& other, float alpha) {
         for (int64_t i = 0; i < n; ++i) d[i] += alpha * o[i];
         return *this;
     }
-    check(other.shape() == shape(), "add_: shapes ", other.shape().str(), " and ", shape().str(), " differ");
+    check(other.shape() == shape(), "add_: shapes ", other.shape(), " and ", shape(), " differ");
     float* dst = impl().storage->data;
     const float* s = other.impl().storage->data;
     detail::for_each_offset2(shape(), strides(), impl().offset, other.strides(), other.impl().offset,
@@ -245,8 +245,8 @@ Tensor Tensor::grad() const { return Tensor(impl().grad); }
 
 void Tensor::set_grad(const Tensor& g) const {
     if (g.defined()) {
-        check(g.shape() == shape(), "assigned grad has shape ", g.shape().str(), " but the tensor has shape ",
-              shape().str());
+        check(g.shape() == shape(), "assigned grad has shape ", g.shape(), " but the tensor has shape ",
+              shape());
     }
     impl().grad = g.impl_ptr();
 }
@@ -255,7 +255,7 @@ void Tensor::backward() const {
     check(defined() && requires_grad(),
           "backward: element 0 of tensors does not require grad and does not have a grad_fn");
     check(numel() == 1, "backward: grad can be implicitly created only for scalar outputs, got shape ",
-          shape().str());
+          shape());
     autograd::run_backward(*this, ones(shape()));
 }
 
@@ -264,7 +264,7 @@ void Tensor::backward(const Tensor& gradient) const { autograd::run_backward(*th
 // ---------------------------------------------------------------- factories
 
 Tensor empty(const Shape& shape) {
-    for (int64_t s : shape) check(s >= 0, "negative dimension in shape ", shape.str());
+    for (int64_t s : shape) check(s >= 0, "negative dimension in shape ", shape);
     auto impl = detail::new_impl();
     impl->storage = std::allocate_shared<detail::Storage>(detail::PoolAllocator<detail::Storage>{}, shape.numel());
     impl->shape = shape;

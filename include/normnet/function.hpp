@@ -127,7 +127,7 @@ struct FunctionNode final : Node {
             }
             if (!g.defined() || !needs_grad(slot)) continue;
             const Shape& expected = input_shapes[static_cast<std::size_t>(slot)];
-            check(g.shape() == expected, name(), ": backward returned a gradient of shape ", g.shape().str(),
+            check(g.shape() == expected, name(), ": backward returned a gradient of shape ", g.shape(),
                   " for argument ", a, " of shape ", expected.str());
             grad_input(slot).add_(g);
         }

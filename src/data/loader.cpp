@@ -56,7 +56,7 @@ DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& o
     : inputs_(inputs.contiguous()), targets_(targets.contiguous()), options_(options) {
     check_options(options);
     check(inputs_.dim() >= 1 && targets_.dim() >= 1 && inputs_.size(0) == targets_.size(0),
-          "DataLoader: inputs of shape ", inputs_.shape().str(), " and targets of shape ", targets_.shape().str(),
+          "DataLoader: inputs of shape ", inputs_.shape(), " and targets of shape ", targets_.shape(),
           " must have the same first dimension");
     size_ = inputs_.size(0);
     order_.resize(static_cast<size_t>(size_));
@@ -66,7 +66,7 @@ DataLoader::DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoa
     : inputs_(inputs.contiguous()), labels_(std::move(labels)), options_(options) {
     check_options(options);
     check(inputs_.dim() >= 1 && inputs_.size(0) == static_cast<int64_t>(labels_.size()), "DataLoader: inputs of shape ",
-          inputs_.shape().str(), " and ", labels_.size(), " labels must have the same count");
+          inputs_.shape(), " and ", labels_.size(), " labels must have the same count");
     size_ = inputs_.size(0);
     order_.resize(static_cast<size_t>(size_));
 }

@@ -57,7 +57,7 @@ Tensor binary(const Tensor& a_in, const Tensor& b_in, BinaryOp op, const char* o
     const bool a_big = sa.numel() > sb.numel() || (sa.numel() == sb.numel() && sa.size() >= sb.size());
     const Shape& big = a_big ? sa : sb;
     const Shape& small = a_big ? sb : sa;
-    check(small.numel() == 1 || broadcasts_to(small, big), op_name, ": shapes ", sa.str(), " and ", sb.str(),
+    check(small.numel() == 1 || broadcasts_to(small, big), op_name, ": shapes ", sa, " and ", sb,
           " do not broadcast (one must equal the other's trailing dimensions)");
     const Tensor a = a_in.contiguous(), b = b_in.contiguous();
     const int64_t n = big.numel(), na = a.numel(), nb = b.numel();

@@ -108,8 +108,8 @@ struct LinearBackward final : Node {
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
-    check(a_in.dim() == 2 && b_in.dim() == 2 && a_in.size(1) == b_in.size(0), "matmul: shapes ", a_in.shape().str(),
-          " and ", b_in.shape().str(), " cannot be multiplied");
+    check(a_in.dim() == 2 && b_in.dim() == 2 && a_in.size(1) == b_in.size(0), "matmul: shapes ", a_in.shape(),
+          " and ", b_in.shape(), " cannot be multiplied");
     const Tensor a = a_in.contiguous(), b = b_in.contiguous();
     const int64_t N = a.size(0), K = a.size(1), M = b.size(1);
     Tensor out = empty({N, M});
@@ -126,14 +126,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias) {
     check(weight_in.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got ",
-          weight_in.shape().str());
-    check(x_in.dim() >= 1 && x_in.size(-1) == weight_in.size(1), "linear: input of shape ", x_in.shape().str(),
-          " does not match weight of shape ", weight_in.shape().str(), " (expected input [*, ", weight_in.size(1),
+          weight_in.shape());
+    check(x_in.dim() >= 1 && x_in.size(-1) == weight_in.size(1), "linear: input of shape ", x_in.shape(),
+          " does not match weight of shape ", weight_in.shape(), " (expected input [*, ", weight_in.size(1),
           "])");
     const int64_t C = weight_in.size(1), OC = weight_in.size(0);
     if (bias.defined()) {
-        check(bias.dim() == 1 && bias.size(0) == OC, "linear: bias of shape ", bias.shape().str(),
-              " does not match weight of shape ", weight_in.shape().str());
+        check(bias.dim() == 1 && bias.size(0) == OC, "linear: bias of shape ", bias.shape(),
+              " does not match weight of shape ", weight_in.shape());
     }
     const Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
     const Tensor b = bias.defined() ? bias.contiguous() : Tensor();

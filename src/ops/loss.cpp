@@ -114,7 +114,7 @@ void check_targets(std::span<const int64_t> targets, int64_t N, int64_t C, const
 
 Tensor log_softmax(const Tensor& x_in, int dim) {
     check(x_in.dim() >= 1 && (dim == -1 || dim == x_in.dim() - 1),
-          "log_softmax: only the last dimension is supported, got dim ", dim, " for shape ", x_in.shape().str());
+          "log_softmax: only the last dimension is supported, got dim ", dim, " for shape ", x_in.shape());
     const Tensor x = x_in.contiguous();
     const int64_t C = x.size(-1), N = x.numel() / std::max<int64_t>(C, 1);
     Tensor out = empty(x.shape());
@@ -133,7 +133,7 @@ Tensor log_softmax(const Tensor& x_in, int dim) {
 }
 
 Tensor cross_entropy(const Tensor& logits_in, std::span<const int64_t> targets, float label_smoothing) {
-    check(logits_in.dim() == 2, "cross_entropy: logits must be [N, C], got ", logits_in.shape().str());
+    check(logits_in.dim() == 2, "cross_entropy: logits must be [N, C], got ", logits_in.shape());
     check(label_smoothing >= 0.0f && label_smoothing <= 1.0f, "cross_entropy: label_smoothing must be in [0, 1], got ",
           label_smoothing);
     const Tensor logits = logits_in.contiguous();
@@ -158,8 +158,8 @@ Tensor cross_entropy(const Tensor& logits_in, std::span<const int64_t> targets, 
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {
-    check(input.shape() == target.shape(), "mse_loss: input of shape ", input.shape().str(),
-          " and target of shape ", target.shape().str(), " differ");
+    check(input.shape() == target.shape(), "mse_loss: input of shape ", input.shape(),
+          " and target of shape ", target.shape(), " differ");
     const Tensor a = input.contiguous(), b = target.contiguous();
     Tensor diff = empty(a.shape());
     double total = 0.0;
@@ -179,7 +179,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
 }
 
 int64_t count_correct(const Tensor& logits_in, std::span<const int64_t> targets) {
-    check(logits_in.dim() == 2, "count_correct: logits must be [N, C], got ", logits_in.shape().str());
+    check(logits_in.dim() == 2, "count_correct: logits must be [N, C], got ", logits_in.shape());
     const Tensor logits = logits_in.contiguous();
     const int64_t N = logits.size(0), C = logits.size(1);
     check_targets(targets, N, C, "count_correct");

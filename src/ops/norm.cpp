@@ -212,7 +212,7 @@ int64_t check_normalized_shape(const Tensor& x, const Shape& normalized_shape, c
         if (p->defined()) {
             check(p->shape() == normalized_shape, "Expected ", p == &weight ? "weight" : "bias",
                   " to be of same shape as normalized_shape, but got ", p == &weight ? "weight" : "bias",
-                  " of shape ", p->shape().str(), " and normalized_shape = ", normalized_shape.str());
+                  " of shape ", p->shape(), " and normalized_shape = ", normalized_shape);
         }
     }
     return normalized_shape.numel();
@@ -301,18 +301,18 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
                   const Tensor& bias_in, bool training, std::optional<double> momentum, double eps,
                   int64_t num_batches_tracked) {
     check(x_in.dim() == 2 || x_in.dim() == 3, "batch_norm: expected 2D or 3D input (got ", x_in.dim(),
-          "D input of shape ", x_in.shape().str(), ")");
+          "D input of shape ", x_in.shape(), ")");
     const int64_t N = x_in.size(0), C = x_in.size(1), L = x_in.dim() == 3 ? x_in.size(2) : 1;
     for (const Tensor* p : {&running_mean, &running_var, &weight_in, &bias_in}) {
         if (p->defined()) {
-            check(p->dim() == 1 && p->size(0) == C, "batch_norm: a parameter or buffer of shape ", p->shape().str(),
-                  " does not match ", C, " channels of input ", x_in.shape().str());
+            check(p->dim() == 1 && p->size(0) == C, "batch_norm: a parameter or buffer of shape ", p->shape(),
+                  " does not match ", C, " channels of input ", x_in.shape());
         }
     }
     check(running_mean.defined() == running_var.defined(), "batch_norm: give both running_mean and running_var or neither");
     const bool batch_stats = training || !running_mean.defined();
     if (batch_stats) {
-        check(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape().str());
+        check(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape());
     }
     const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
     // Per channel, in double: mean_d, and var_d (the biased variance, then rstd once it is used).

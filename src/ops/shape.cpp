@@ -105,19 +105,19 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from) {
     int64_t known = 1;
     for (int d = 0; d < shape.size(); ++d) {
         if (shape[d] == -1) {
-            check(infer < 0, "only one dimension can be inferred in shape ", shape.str());
+            check(infer < 0, "only one dimension can be inferred in shape ", shape);
             infer = d;
         } else {
-            check(shape[d] >= 0, "invalid shape dimension ", shape[d], " in ", shape.str());
+            check(shape[d] >= 0, "invalid shape dimension ", shape[d], " in ", shape);
             known *= shape[d];
         }
     }
     if (infer >= 0) {
-        check(known != 0 && numel % known == 0, "shape '", shape.str(), "' is invalid for input of size ", numel,
+        check(known != 0 && numel % known == 0, "shape '", shape, "' is invalid for input of size ", numel,
               " (shape ", from.str(), ")");
         out[infer] = numel / known;
     }
-    check(out.numel() == numel, "shape '", shape.str(), "' is invalid for input of size ", numel, " (shape ",
+    check(out.numel() == numel, "shape '", shape, "' is invalid for input of size ", numel, " (shape ",
           from.str(), ")");
     return out;
 }
@@ -125,7 +125,7 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from) {
 }  // namespace
 
 Tensor Tensor::view(const Shape& shape) const {
-    check(is_contiguous(), "view: the tensor of shape ", this->shape().str(), " is not contiguous; use reshape()");
+    check(is_contiguous(), "view: the tensor of shape ", this->shape(), " is not contiguous; use reshape()");
     ViewArgs a;
     a.shape = infer_shape(shape, numel(), this->shape());
     return record_view(*this, a);
@@ -155,7 +155,7 @@ Tensor Tensor::transpose(int dim0, int dim1) const {
 }
 
 Tensor Tensor::t() const {
-    check(dim() == 2, "t() expects a 2-D tensor, got shape ", shape().str());
+    check(dim() == 2, "t() expects a 2-D tensor, got shape ", shape());
     return transpose(0, 1);
 }
 
@@ -164,7 +164,7 @@ Tensor Tensor::narrow(int d, int64_t start, int64_t length) const {
     a.kind = ViewKind::narrow;
     a.dim0 = wrap_dim(d, dim(), "narrow");
     check(start >= 0 && length >= 0 && start + length <= shape()[a.dim0], "narrow: [", start, ", ", start + length,
-          ") is out of range for dimension ", a.dim0, " of size ", shape()[a.dim0], " (shape ", shape().str(), ")");
+          ") is out of range for dimension ", a.dim0, " of size ", shape()[a.dim0], " (shape ", shape(), ")");
     a.start = start;
     a.length = length;
     return record_view(*this, a);

@@ -20,7 +20,7 @@ NamedTensors name_by_index(const std::vector<Tensor>& params) {
 double scalar_entry(const NamedTensors& state, const std::string& key) {
     const Tensor t = find_tensor(state, key);
     check(t.defined(), "load_state_dict: missing key \"", key, "\" in the optimizer state");
-    check(t.numel() == 1, "load_state_dict: \"", key, "\" must have one element, got shape ", t.shape().str());
+    check(t.numel() == 1, "load_state_dict: \"", key, "\" must have one element, got shape ", t.shape());
     return t.item();
 }
 
