@@ -19,19 +19,15 @@ struct AccumulateGrad final : Node {
     std::weak_ptr<detail::TensorImpl> leaf;
     void backward(const Tensor&) override {}  // the gradient is already in leaf.grad
     const char* name() const override { return "AccumulateGrad"; }
-    Tensor& gradient_buffer(bool* fresh) override {
+    Tensor gradient_buffer(bool* fresh) override {
         // The leaf may be gone (a graph kept alive longer than its parameter); then the
         // gradient goes to a scratch buffer that nobody reads.
         auto impl = leaf.lock();
         if (!impl) return Node::gradient_buffer(fresh);
         if (fresh) *fresh = !impl->grad;
         if (!impl->grad) impl->grad = (fresh ? empty(impl->shape) : zeros(impl->shape)).impl_ptr();
-        scratch_ = Tensor(impl->grad);
-        return scratch_;
+        return Tensor(impl->grad);
     }
-
-private:
-    Tensor scratch_;
 };
 
 const std::shared_ptr<Node>& accumulator_of(const Tensor& leaf) {
@@ -47,10 +43,22 @@ const std::shared_ptr<Node>& accumulator_of(const Tensor& leaf) {
 
 }  // namespace
 
+namespace {
+// Nodes waiting to be freed by ~Node; reserved up front so freeing a graph allocates nothing.
+std::vector<std::shared_ptr<Node>>& pending_nodes() {
+    thread_local std::vector<std::shared_ptr<Node>> pending = [] {
+        std::vector<std::shared_ptr<Node>> v;
+        v.reserve(256);
+        return v;
+    }();
+    return pending;
+}
+}  // namespace
+
 // Frees the chain of producers iteratively: with plain recursive destruction a graph of
 // 100,000 ops would overflow the stack when its last tensor dies.
 Node::~Node() {
-    thread_local std::vector<std::shared_ptr<Node>> pending;
+    std::vector<std::shared_ptr<Node>>& pending = pending_nodes();
     thread_local bool draining = false;
     for (auto& edge : next_) {
         if (edge) pending.push_back(std::move(edge));
@@ -69,7 +77,7 @@ Node::~Node() {
     draining = false;
 }
 
-Tensor& Node::gradient_buffer(bool* fresh) {
+Tensor Node::gradient_buffer(bool* fresh) {
     if (fresh) *fresh = !grad_.defined();
     if (!grad_.defined()) grad_ = fresh ? empty(out_shape_) : zeros(out_shape_);
     return grad_;
@@ -102,6 +110,7 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
 }
 
 void connect(Node& node, std::initializer_list<const Tensor*> inputs) {
+    pending_nodes();  // set up the free list's storage while building, not while freeing
     check(inputs.size() <= static_cast<size_t>(kMaxNodeInputs), "a node takes at most ", kMaxNodeInputs,
           " inputs");
     size_t i = 0;

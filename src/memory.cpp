@@ -22,9 +22,11 @@ struct FreeBlock {
 // Small objects (tensor handles, graph nodes): classes of 16 bytes up to 1 KiB.
 constexpr std::size_t kSmallGranule = 16;
 constexpr std::size_t kSmallMax = 1024;
+constexpr std::size_t kSlabBlocks = 256;
 // Float buffers: four classes per power of two, so at most 25% is wasted.
 constexpr std::size_t kBufferAlign = 64;
 constexpr int kBufferClasses = 256;
+constexpr std::size_t kSlabBufferMax = 4096;  // buffers up to this size come from slabs, kept for good
 
 struct Lists {
     std::mutex mutex;
@@ -48,6 +50,9 @@ std::pair<int, std::size_t> buffer_class(std::size_t bytes) {
     return {1 + (k - 6) * 4 + static_cast<int>(steps) - 1, (std::size_t{1} << k) + steps * quarter};
 }
 
+// The largest buffer class served from slabs.
+const std::size_t kLastSlabClass = static_cast<std::size_t>(buffer_class(kSlabBufferMax).first);
+
 }  // namespace
 
 void* pool_allocate(std::size_t bytes) {
@@ -55,14 +60,20 @@ void* pool_allocate(std::size_t bytes) {
     if (bytes <= kSmallMax) {
         const std::size_t c = small_class(bytes);
         Lists& l = lists();
-        {
-            std::lock_guard lock(l.mutex);
-            if (FreeBlock* b = l.small[c]) {
-                l.small[c] = b->next;
-                return b;
+        std::lock_guard lock(l.mutex);
+        if (l.small[c] == nullptr) {
+            // Refill with a slab of blocks: fewer heap calls, and room for the objects a later
+            // step keeps alive (e.g. an optimizer's state, created during the first step).
+            auto* slab = static_cast<char*>(::operator new(c * kSmallGranule * kSlabBlocks));
+            for (std::size_t i = 0; i < kSlabBlocks; ++i) {
+                auto* b = reinterpret_cast<FreeBlock*>(slab + i * c * kSmallGranule);
+                b->next = l.small[c];
+                l.small[c] = b;
             }
         }
-        return ::operator new(c * kSmallGranule);
+        FreeBlock* b = l.small[c];
+        l.small[c] = b->next;
+        return b;
     }
 #endif
     return ::operator new(bytes);
@@ -88,12 +99,20 @@ float* buffer_allocate(int64_t numel) {
     const auto [c, rounded] = buffer_class(bytes);
 #ifndef NORMNET_NO_POOL
     Lists& l = lists();
-    {
-        std::lock_guard lock(l.mutex);
-        if (FreeBlock* b = l.buffers[static_cast<std::size_t>(c)]) {
-            l.buffers[static_cast<std::size_t>(c)] = b->next;
-            return reinterpret_cast<float*>(b);
+    std::lock_guard lock(l.mutex);
+    FreeBlock*& head = l.buffers[static_cast<std::size_t>(c)];
+    if (head == nullptr && rounded <= kSlabBufferMax) {
+        // Small buffers (per-row statistics, biases, scalars) come in slabs, as small objects do.
+        auto* slab = static_cast<char*>(::operator new(rounded * kSlabBlocks, std::align_val_t(kBufferAlign)));
+        for (std::size_t i = 0; i < kSlabBlocks; ++i) {
+            auto* b = reinterpret_cast<FreeBlock*>(slab + i * rounded);
+            b->next = head;
+            head = b;
         }
+    }
+    if (FreeBlock* b = head) {
+        head = b->next;
+        return reinterpret_cast<float*>(b);
     }
 #endif
     return static_cast<float*>(::operator new(rounded, std::align_val_t(kBufferAlign)));
@@ -117,14 +136,10 @@ void buffer_deallocate(float* data, int64_t numel) noexcept {
 void release_cached_memory() noexcept {
     Lists& l = lists();
     std::lock_guard lock(l.mutex);
-    for (auto& head : l.small) {
-        while (head) {
-            FreeBlock* next = head->next;
-            ::operator delete(head);
-            head = next;
-        }
-    }
-    for (auto& head : l.buffers) {
+    // Small blocks live in slabs that are kept for the life of the process (a few kilobytes).
+    for (std::size_t c = 0; c < l.buffers.size(); ++c) {
+        if (c <= kLastSlabClass) continue;  // slab blocks are not separate allocations
+        FreeBlock*& head = l.buffers[c];
         while (head) {
             FreeBlock* next = head->next;
             ::operator delete(head, std::align_val_t(kBufferAlign));

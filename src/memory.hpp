@@ -9,7 +9,7 @@ namespace normnet::detail {
 float* buffer_allocate(int64_t numel);
 /// Returns a buffer obtained from buffer_allocate(numel) to the cache.
 void buffer_deallocate(float* data, int64_t numel) noexcept;
-/// Frees every cached buffer and pooled block.
+/// Frees every cached tensor buffer (the small-object slabs stay).
 void release_cached_memory() noexcept;
 
 }  // namespace normnet::detail

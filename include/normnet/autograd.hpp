@@ -17,6 +17,7 @@ inline constexpr int kMaxNodeInputs = 4;
 /// One recorded op. Subclasses save what backward needs and implement backward(), which
 /// adds (+=) the gradient of every input that needs one into grad_input(i).
 struct Node {
+    /// Frees the chain of producers iteratively, so graphs of any depth die without deep recursion.
     virtual ~Node();
     /// Adds this op's input gradients given dout, the gradient of its output.
     virtual void backward(const Tensor& dout) = 0;
@@ -43,7 +44,7 @@ struct Node {
 
     /// The buffer that receives this node's output gradient, allocated on first use: as zeros,
     /// or uninitialised when `fresh` is given (then *fresh tells whether it was just allocated).
-    virtual Tensor& gradient_buffer(bool* fresh = nullptr);
+    virtual Tensor gradient_buffer(bool* fresh = nullptr);
 };
 
 /// True unless a NoGradGuard is alive on this thread.
@@ -52,6 +53,7 @@ bool grad_mode_enabled();
 /// While alive, ops record nothing (as torch::NoGradGuard): for evaluation and updates.
 class NoGradGuard {
 public:
+    /// Turns recording off on this thread; the destructor restores the previous mode.
     NoGradGuard();
     ~NoGradGuard();
     NoGradGuard(const NoGradGuard&) = delete;

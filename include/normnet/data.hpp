@@ -39,6 +39,8 @@ struct Batch {
 /// The first n examples of a dataset (all of it when n >= its size), e.g. for quick runs.
 Dataset take(const Dataset& dataset, int64_t n);
 
+/// Mini-batches over an image Dataset or over a user's tensors (as torch.utils.data.DataLoader):
+/// `for (const Batch& b : loader)` runs one epoch; each full pass moves to the next epoch's order.
 class DataLoader {
 public:
     /// Batches of images as floats [B, rows * cols] with their labels.
@@ -48,15 +50,18 @@ public:
     /// Batches of rows of inputs [N, ...] with class labels.
     DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoaderOptions& options);
 
+    /// Number of examples.
     int64_t dataset_size() const { return size_; }
     /// Batches per epoch.
     int64_t num_batches() const;
+    /// The options given at construction.
     const DataLoaderOptions& options() const { return options_; }
     /// The epoch the next iteration runs (0 first); each full iteration moves to the next.
     int64_t epoch() const { return epoch_; }
     /// Chooses the epoch (and so the shuffle order) of the next iteration, e.g. when resuming.
     void set_epoch(int64_t epoch) { epoch_ = epoch; }
 
+    /// Input iterator over one epoch's batches; the Batch it points to is refilled by ++.
     class Iterator {
     public:
         const Batch& operator*() const { return loader_->batch_; }
@@ -72,6 +77,7 @@ public:
     };
     /// Starts an epoch: shuffles (when asked) and fills the first batch.
     Iterator begin();
+    /// Past the last batch of the epoch.
     Iterator end() { return Iterator(this, num_batches()); }
 
     /// Fills `batch` with batch number `index` of the current order (no allocation once the

@@ -20,9 +20,11 @@ void check_options(const DataLoaderOptions& o) {
     check(o.batch_size > 0, "DataLoader: batch_size must be positive, got ", o.batch_size);
 }
 
-// Reuses `t` when it already has `shape` and nobody else holds it; else allocates.
+// Reuses `t` when it already has `shape` and nobody else holds it or its data; else allocates.
 void ensure_shape(Tensor& t, const Shape& shape) {
-    if (!t.defined() || !(t.shape() == shape) || t.impl_ptr().use_count() > 1) t = empty(shape);
+    if (!t.defined() || !(t.shape() == shape) || t.impl_ptr().use_count() > 1 || t.impl().storage.use_count() > 1) {
+        t = empty(shape);
+    }
 }
 
 }  // namespace
