@@ -24,6 +24,13 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        // CLI11 reports `normnet fit` as "A subcommand is required"; name the word it did not know.
+        const auto unknown = app.remaining();
+        if (app.get_subcommands().empty() && !unknown.empty()) {
+            std::fprintf(stderr, "normnet: error: unknown %s '%s' (see normnet --help)\n",
+                         unknown.front().rfind('-', 0) == 0 ? "option" : "command", unknown.front().c_str());
+            return normnet::cli::kUsageError;
+        }
         std::fprintf(stderr, "normnet: error: %s (see normnet --help)\n", e.what());
         return normnet::cli::kUsageError;
     } catch (const normnet::cli::UsageError& e) {

@@ -103,7 +103,10 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     std::string dir = args.out;
     if (dir.empty()) dir = args.resume.empty() ? default_run_dir() : std::filesystem::path(args.resume).parent_path().string();
     if (dir.empty()) dir = ".";
-    std::filesystem::create_directories(dir);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    check(!ec && std::filesystem::is_directory(dir), "--out ", dir, ": cannot create the run folder",
+          ec ? ": " + ec.message() : std::string(" (a file of that name exists)"));
     write_config_json(dir, config, resumed_from);
     const std::string metrics_path = (std::filesystem::path(dir) / "metrics.csv").string();
     const bool append = !args.resume.empty() && std::filesystem::exists(metrics_path);
