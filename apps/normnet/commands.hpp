@@ -10,6 +10,11 @@ namespace normnet::cli {
 /// Exit status for usage errors (bad options), as CLI11 and most tools use.
 inline constexpr int kUsageError = 2;
 
+/// Accepted --threads values. (CLI::PositiveNumber's message would print its range as 0 to 1.8e308.)
+inline const CLI::Range kThreadsRange(1, 1024);
+/// Accepted sizes (steps, batch sizes) where a single positive integer is asked for.
+inline const CLI::Range kSizeRange(1, 1 << 30);
+
 /// A bad command-line value (exit status 2), as opposed to a failure while running (1).
 class UsageError : public Error {
 public:

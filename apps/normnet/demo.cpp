@@ -40,8 +40,8 @@ void run_demo(const DemoOptions& o) {
 void add_demo_command(CLI::App& app) {
     auto options = std::make_shared<DemoOptions>();
     CLI::App* cmd = app.add_subcommand("demo", "Train the seed model for a few steps on random data");
-    cmd->add_option("--steps", options->steps, "Training steps")->check(CLI::PositiveNumber);
-    cmd->add_option("--batch-size", options->batch_size, "Images in the random batch")->check(CLI::PositiveNumber);
+    cmd->add_option("--steps", options->steps, "Training steps")->check(kSizeRange);
+    cmd->add_option("--batch-size", options->batch_size, "Images in the random batch")->check(kSizeRange);
     cmd->add_option("--seed", options->seed, "Random seed");
     cmd->callback([options] { run_demo(*options); });
 }

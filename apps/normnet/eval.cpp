@@ -79,7 +79,7 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--split", args->split, "test or train")->check(CLI::IsMember({"test", "train"}))->capture_default_str();
     cmd->add_option("--predictions", args->predictions, "Also write index,label,predicted for every image to this CSV");
     cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")
-        ->check(CLI::Range(1, 1024));  // PositiveNumber's message would print its range as 0 to 1.8e308
+        ->check(kThreadsRange);
     cmd->callback([args] { run_eval(*args); });
 }
 

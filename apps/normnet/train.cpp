@@ -177,7 +177,7 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
     cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
     cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")
-        ->check(CLI::Range(1, 1024));  // PositiveNumber's message would print its range as 0 to 1.8e308
+        ->check(kThreadsRange);
     cmd->add_option("--limit", c.limit, "Use only the first N training and test images (0: all), for quick runs");
     cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
     cmd->add_option("--resume", args->resume, "Continue from a model.safetensors written by normnet train");
