@@ -12,6 +12,7 @@ namespace normnet {
 /// The message says what went wrong and where (shapes, file names, option names).
 class Error : public std::runtime_error {
 public:
+    /// An error with message `what`.
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 

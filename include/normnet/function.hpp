@@ -128,8 +128,14 @@ struct FunctionNode final : Node {
             if (!g.defined() || !needs_grad(slot)) continue;
             const Shape& expected = input_shapes[static_cast<std::size_t>(slot)];
             check(g.shape() == expected, name(), ": backward returned a gradient of shape ", g.shape(),
-                  " for argument ", a, " of shape ", expected.str());
-            grad_input(slot).add_(g);
+                  " for argument ", a, " of shape ", expected);
+            bool fresh = false;  // a gradient buffer made just now is written, not zero-filled and added to
+            Tensor buffer = grad_input_for_overwrite(slot, fresh);
+            if (fresh) {
+                buffer.copy_(g);
+            } else {
+                buffer.add_(g);
+            }
         }
     }
     void release_saved() override { ctx.release(); }
@@ -141,8 +147,10 @@ struct FunctionNode final : Node {
 /// defines
 ///   static Tensor forward(AutogradContext* ctx, <args>...);
 ///   static tensor_list backward(AutogradContext* ctx, tensor_list grad_outputs);
-/// forward may take Tensors (at most kMaxNodeInputs) and any other values, and returns one
-/// Tensor. It runs with grad mode off, so normnet ops inside it record nothing. backward
+/// forward may take Tensors (at most kMaxNodeInputs; only arguments of type Tensor get
+/// gradients) and any other values, and returns one Tensor. Its inputs may be views: call
+/// contiguous() before walking data(). It runs with grad mode off, so normnet ops inside it
+/// record nothing (nor do they in backward). backward
 /// receives grad_outputs[0], the gradient of forward's output (contiguous, same shape; do not
 /// modify it), and returns one entry per forward argument after ctx: the gradient of that
 /// argument (same shape), or an undefined Tensor for non-tensor arguments and for inputs that
@@ -186,7 +194,7 @@ struct Function {
             return Derived::forward(&ctx, std::forward<Args>(args)...);
         }
 
-        // Connect before forward runs, so forward may even modify its inputs' handles.
+        // Connect before forward runs: forward may take its Tensors by value and move from them.
         auto node = autograd::make_node<detail::FunctionNode<Derived>>({tensors[0], tensors[1], tensors[2], tensors[3]});
         node->num_args = static_cast<int>(num_args);
         node->slot_of_arg = slot_of_arg;

@@ -25,7 +25,9 @@ struct LinearOptions {
 /// initialised from U(-1/sqrt(in_features), 1/sqrt(in_features)) as in PyTorch.
 class Linear : public Module {
 public:
+    /// A layer from its options, e.g. Linear(LinearOptions{.in_features = 784, .out_features = 300}).
     explicit Linear(const LinearOptions& options);
+    /// Linear(784, 300), as torch::nn::Linear(784, 300).
     Linear(int64_t in_features, int64_t out_features, bool bias = true)
         : Linear(LinearOptions{in_features, out_features, bias}) {}
     Tensor forward(const Tensor& x) override;
@@ -33,6 +35,7 @@ public:
     std::string extra_repr() const override;
     /// Draws fresh initial values from the default generator.
     void reset_parameters();
+    /// The options given at construction.
     const LinearOptions& options() const { return options_; }
 
     Tensor weight;
@@ -68,13 +71,19 @@ struct LayerNormOptions {
 /// variance of that sample), then scales by weight (init 1) and shifts by bias (init 0).
 class LayerNorm : public Module {
 public:
+    /// A layer from its options. Name the struct when using designated initialisers:
+    /// LayerNorm(LayerNormOptions{.normalized_shape = {300}, .eps = 1e-5}); GCC 12 finds
+    /// LayerNorm({.normalized_shape = {300}}) ambiguous.
     explicit LayerNorm(const LayerNormOptions& options);
+    /// LayerNorm({300}), as torch::nn::LayerNorm(300).
     LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5)
         : LayerNorm(LayerNormOptions{std::move(normalized_shape), eps}) {}
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "LayerNorm"; }
     std::string extra_repr() const override;
+    /// Sets the parameters back to their initial values (weight 1, bias 0).
     void reset_parameters();
+    /// The options given at construction.
     const LayerNormOptions& options() const { return options_; }
 
     Tensor weight;  // undefined without elementwise_affine
@@ -98,13 +107,18 @@ struct BatchNorm1dOptions {
 /// statistics and updates running_mean/running_var/num_batches_tracked; eval uses the running ones.
 class BatchNorm1d : public Module {
 public:
+    /// A layer from its options, e.g. BatchNorm1d(BatchNorm1dOptions{.num_features = 300, .momentum = {}}).
     explicit BatchNorm1d(const BatchNorm1dOptions& options);
+    /// BatchNorm1d(300), as torch::nn::BatchNorm1d(300).
     explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{num_features}) {}
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "BatchNorm1d"; }
     std::string extra_repr() const override;
+    /// Sets weight 1, bias 0 and resets the running statistics.
     void reset_parameters();
+    /// running_mean = 0, running_var = 1, num_batches_tracked = 0.
     void reset_running_stats();
+    /// The options given at construction.
     const BatchNorm1dOptions& options() const { return options_; }
 
     Tensor weight, bias;                     // undefined without affine
@@ -125,12 +139,16 @@ struct RMSNormOptions {
 /// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dimensions.
 class RMSNorm : public Module {
 public:
+    /// A layer from its options, e.g. RMSNorm(RMSNormOptions{.normalized_shape = {300}, .eps = 1e-6}).
     explicit RMSNorm(const RMSNormOptions& options);
+    /// RMSNorm({300}), as torch.nn.RMSNorm(300).
     RMSNorm(std::vector<int64_t> normalized_shape) : RMSNorm(RMSNormOptions{std::move(normalized_shape)}) {}
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "RMSNorm"; }
     std::string extra_repr() const override;
+    /// Sets the parameters back to their initial values (weight 1, bias 0).
     void reset_parameters();
+    /// The options given at construction.
     const RMSNormOptions& options() const { return options_; }
 
     Tensor weight;  // undefined without elementwise_affine
@@ -143,11 +161,13 @@ private:
 class Sequential : public Module {
 public:
     Sequential() = default;
+    /// Sequential{Linear(784, 300), ReLU(), ...}: modules by value (moved) or as shared_ptrs.
     Sequential(std::initializer_list<AnyModule> modules);
     /// Appends a module, named by its index.
     void push_back(AnyModule module);
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "Sequential"; }
+    /// Number of modules.
     size_t size() const { return named_children().size(); }
     const std::shared_ptr<Module>& operator[](size_t index) const;
     /// The child at `index` as type M (throws normnet::Error when it is another type).

@@ -34,6 +34,7 @@ public:
     /// The module's computation on one input. The default throws: modules with other
     /// signatures define their own forward and are not used inside Sequential.
     virtual Tensor forward(const Tensor& x);
+    /// model(x), as in PyTorch: calls forward(x).
     Tensor operator()(const Tensor& x) { return forward(x); }
 
     /// Class name shown by to_string(), e.g. "Linear"; defaults to the C++ class name.
@@ -62,9 +63,11 @@ public:
 
     /// Parameters of this module and (recursively) its children, named "child.name".
     NamedTensors named_parameters(bool recurse = true) const;
+    /// The same tensors without their names, e.g. for an optimizer or clip_grad_norm.
     std::vector<Tensor> parameters(bool recurse = true) const;
     /// Buffers of this module and (recursively) its children.
     NamedTensors named_buffers(bool recurse = true) const;
+    /// The same tensors without their names.
     std::vector<Tensor> buffers(bool recurse = true) const;
     /// Direct children in registration order.
     const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
@@ -77,13 +80,16 @@ public:
 
     /// Sets training mode here and in every child.
     virtual void train(bool on = true);
+    /// train(false): evaluation mode (BatchNorm uses its running statistics).
     void eval() { train(false); }
+    /// True in training mode (the default), false after eval().
     bool is_training() const { return training_; }
     /// Clears the gradients of all parameters (set_to_none, as PyTorch's default, drops them;
     /// otherwise they are zero-filled in place).
     void zero_grad(bool set_to_none = true);
 
 protected:
+    /// Registers a child under `name` (what register_module does; for subclasses holding children by base pointer).
     void add_child(const std::string& name, std::shared_ptr<Module> module);
 
 private:
@@ -108,6 +114,7 @@ public:
         requires std::derived_from<M, Module>
     AnyModule(std::shared_ptr<M> module)  // NOLINT: implicit on purpose
         : ptr_(std::move(module)) {}
+    /// The module held.
     const std::shared_ptr<Module>& ptr() const { return ptr_; }
 
 private:

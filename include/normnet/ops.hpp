@@ -21,16 +21,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // Binary ops take equal shapes, or one operand whose shape is the other's trailing dimensions
 // (a bias row [H] against [N, H]), or a one-element tensor.
 Tensor add(const Tensor& a, const Tensor& b);
+/// a - b, elementwise.
 Tensor sub(const Tensor& a, const Tensor& b);
+/// a * b, elementwise.
 Tensor mul(const Tensor& a, const Tensor& b);
+/// a + b for every element.
 Tensor add(const Tensor& a, float b);
+/// a * b for every element.
 Tensor mul(const Tensor& a, float b);
+/// max(x, 0), elementwise.
 Tensor relu(const Tensor& x);
 /// Sum of all elements -> [].
 Tensor sum(const Tensor& x);
 /// Mean of all elements -> [].
 Tensor mean(const Tensor& x);
 
+/// Operators: add, sub and mul (and their scalar forms) as infix, as on torch::Tensor.
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

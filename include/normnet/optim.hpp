@@ -52,6 +52,7 @@ public:
     explicit Optimizer(NamedTensors params);
     /// Optimizes any list of tensors; they are named "0", "1", ... in order.
     explicit Optimizer(const std::vector<Tensor>& params);
+    /// Frees the state.
     virtual ~Optimizer();
     Optimizer(const Optimizer&) = delete;
     Optimizer& operator=(const Optimizer&) = delete;
@@ -117,6 +118,7 @@ class SGD : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
     explicit SGD(NamedTensors params, SGDOptions options = {});
+    /// Optimizes any list of tensors, named "0", "1", ... in its state_dict.
     explicit SGD(const std::vector<Tensor>& params, SGDOptions options = {});
     void step() override;
     std::string name() const override { return "SGD"; }
@@ -133,6 +135,7 @@ class Adam : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
     explicit Adam(NamedTensors params, AdamOptions options = {});
+    /// Optimizes any list of tensors, named "0", "1", ... in its state_dict.
     explicit Adam(const std::vector<Tensor>& params, AdamOptions options = {});
     void step() override;
     std::string name() const override { return "Adam"; }
@@ -150,6 +153,7 @@ class AdamW : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
     explicit AdamW(NamedTensors params, AdamWOptions options = {});
+    /// Optimizes any list of tensors, named "0", "1", ... in its state_dict.
     explicit AdamW(const std::vector<Tensor>& params, AdamWOptions options = {});
     void step() override;
     std::string name() const override { return "AdamW"; }
@@ -196,6 +200,7 @@ public:
     void set_position(int64_t t);
     /// The lr the schedule scales.
     double base_lr() const { return base_lr_; }
+    /// The options given at construction.
     const LRSchedulerOptions& options() const { return options_; }
 
 private:

@@ -21,18 +21,24 @@ inline constexpr int kMaxDims = 8;
 /// The sizes (or strides) of a tensor: up to kMaxDims int64 values, stored inline.
 class Shape {
 public:
+    /// The shape of a zero-dimensional tensor: [].
     Shape() = default;
+    /// Shape{4, 2, 3}; throws normnet::Error beyond kMaxDims dimensions (as the other constructors).
     Shape(std::initializer_list<int64_t> dims);
     Shape(const std::vector<int64_t>& dims);  // NOLINT: implicit, as IntArrayRef is in PyTorch
+    /// From any contiguous range of sizes.
     explicit Shape(std::span<const int64_t> dims);
 
+    /// Number of dimensions.
     int size() const { return n_; }
+    /// True for the shape [] of a scalar.
     bool empty() const { return n_ == 0; }
     int64_t operator[](int i) const { return d_[static_cast<size_t>(i)]; }
     int64_t& operator[](int i) { return d_[static_cast<size_t>(i)]; }
     const int64_t* begin() const { return d_.data(); }
     const int64_t* end() const { return d_.data() + n_; }
     int64_t back() const { return d_[static_cast<size_t>(n_ - 1)]; }
+    /// Appends a dimension.
     void push_back(int64_t v);
     /// Product of all sizes (1 for a scalar shape []).
     int64_t numel() const {
@@ -40,9 +46,11 @@ public:
         for (int i = 0; i < n_; ++i) n *= d_[static_cast<size_t>(i)];
         return n;
     }
+    /// The sizes as a vector.
     std::vector<int64_t> vec() const { return {begin(), end()}; }
     /// "[4, 2, 3]", as PyTorch prints sizes in its messages.
     std::string str() const;
+    /// Same number of dimensions and the same sizes.
     friend bool operator==(const Shape& a, const Shape& b);
 
 private:
@@ -50,6 +58,7 @@ private:
     int n_ = 0;
 };
 
+/// Prints s.str().
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 struct Node;
@@ -81,8 +90,11 @@ struct TensorImpl {
 /// A seeded random generator (xoshiro256**), reproducible across runs and machines given its seed.
 class Generator {
 public:
+    /// A generator seeded with `seed`.
     explicit Generator(uint64_t seed = 0) { manual_seed(seed); }
+    /// Restarts the sequence from `seed`.
     void manual_seed(uint64_t seed);
+    /// The next 64 random bits.
     uint64_t next_u64();
     /// Uniform in [0, 1) with 24 random bits, like a float32 draw.
     float uniform();
@@ -92,6 +104,7 @@ public:
     uint64_t below(uint64_t n);
     /// The full state, to save in checkpoints and restore for an exact resume.
     std::array<uint64_t, 4> state() const { return s_; }
+    /// Restores a state returned by state().
     void set_state(const std::array<uint64_t, 4>& s) { s_ = s; }
 
 private:
@@ -106,17 +119,24 @@ void manual_seed(uint64_t seed);
 /// A float32 n-dimensional array. Shape mistakes throw normnet::Error naming both shapes.
 class Tensor {
 public:
+    /// An undefined tensor (defined() is false), as torch::Tensor().
     Tensor() = default;
+    /// A handle on an existing implementation (used by the library; users call the factories).
     explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
 
+    /// False for a default-constructed tensor (e.g. an absent bias).
     bool defined() const { return impl_ != nullptr; }
+    /// The sizes; sizes() is the same, under torch's name.
     const Shape& shape() const { return impl().shape; }
     const Shape& sizes() const { return impl().shape; }
+    /// Elements to skip per step along each dimension.
     const Shape& strides() const { return impl().strides; }
+    /// Number of dimensions.
     int dim() const { return impl().shape.size(); }
     /// Size of dimension d; negative d counts from the end.
     int64_t size(int d) const;
     int64_t numel() const { return impl().shape.numel(); }
+    /// True when the elements lie row-major without gaps, so data() can be walked linearly.
     bool is_contiguous() const;
 
     /// Pointer to the first element (respecting the view's offset).
@@ -155,13 +175,17 @@ public:
 
     // In-place updates, not recorded by autograd (initialisation, optimizers).
     Tensor& fill_(float value);
+    /// fill_(0).
     Tensor& zero_() { return fill_(0.0f); }
     /// Copies src's values (same number of elements) into this tensor.
     Tensor& copy_(const Tensor& src);
+    /// this *= factor.
     Tensor& mul_(float factor);
     /// this += alpha * other (same number of elements).
     Tensor& add_(const Tensor& other, float alpha = 1.0f);
+    /// Fills with values uniform in [low, high).
     Tensor& uniform_(float low, float high, Generator& gen = default_generator());
+    /// Fills with normal values of the given mean and standard deviation.
     Tensor& normal_(float mean, float std, Generator& gen = default_generator());
 
     // Autograd.
@@ -174,6 +198,7 @@ public:
     void set_grad(const Tensor& g) const;
     /// The op node that produced this tensor, or null for leaves.
     const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+    /// True for tensors not produced by a recorded op (inputs, parameters).
     bool is_leaf() const { return impl().grad_fn == nullptr; }
     /// Back-propagates from a one-element tensor (its gradient is 1).
     void backward() const;
@@ -183,20 +208,26 @@ public:
     /// PyTorch-style text: tensor([[-1.2758,  1.1659]], grad_fn=<...>).
     std::string str() const;
 
+    /// The shared implementation (for the library's kernels); throws normnet::Error when undefined.
     detail::TensorImpl& impl() const;
+    /// The shared implementation pointer (null when undefined).
     const std::shared_ptr<detail::TensorImpl>& impl_ptr() const { return impl_; }
 
 private:
     std::shared_ptr<detail::TensorImpl> impl_;
 };
 
+/// Prints t.str().
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // Factories. All return contiguous tensors that do not require grad.
 /// Uninitialised values (the buffer may hold anything).
 Tensor empty(const Shape& shape);
+/// All zeros.
 Tensor zeros(const Shape& shape);
+/// All ones.
 Tensor ones(const Shape& shape);
+/// Every element `value`.
 Tensor full(const Shape& shape, float value);
 /// 0, 1, ..., end - 1 as floats.
 Tensor arange(int64_t end);
@@ -212,6 +243,7 @@ Tensor scalar_tensor(float value);
 Tensor rand(const Shape& shape, Generator& gen = default_generator());
 /// Standard normal, as torch.randn.
 Tensor randn(const Shape& shape, Generator& gen = default_generator());
+/// zeros, ones or empty of t's shape.
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor empty_like(const Tensor& t);
