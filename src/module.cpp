@@ -5,6 +5,7 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <typeinfo>
 
 #include "normnet/autograd.hpp"
@@ -165,5 +166,7 @@ std::string Module::to_string() const {
     repr(out, 0);
     return out;
 }
+
+std::ostream& operator<<(std::ostream& os, const Module& module) { return os << module.to_string(); }
 
 }  // namespace normnet

@@ -1,5 +1,7 @@
 // Modules: registration, PyTorch's state_dict keys and repr, train/eval, zero_grad, options
 // structs, and the seed model overfitting a fixed batch with a hand-written SGD loop.
+#include <sstream>
+
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -32,6 +34,9 @@ TEST_CASE("modules: the seed model has PyTorch's state_dict keys and repr", "[mo
           "  (5): LayerNorm((100,), eps=1e-05, elementwise_affine=True)\n"
           "  (6): Linear(in_features=100, out_features=10, bias=True)\n"
           ")");
+    std::ostringstream printed;
+    printed << model;
+    CHECK(printed.str() == model.to_string());
     CHECK(model.at<Linear>(0)->weight.shape() == Shape{300, 784});
     CHECK_THROWS_WITH(model.at<Linear>(1), Catch::Contains("is a ReLU"));
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <concepts>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -101,6 +102,9 @@ private:
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
     bool training_ = true;
 };
+
+/// Prints module.to_string(), so `std::cout << model` shows the tree as PyTorch's print does.
+std::ostream& operator<<(std::ostream& os, const Module& module);
 
 /// A shared handle to any module; converts implicitly from a module value (moved) or a
 /// shared_ptr, so Sequential{Linear(784, 300), ReLU()} reads as in PyTorch.
