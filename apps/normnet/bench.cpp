@@ -63,11 +63,19 @@ public:
         }
     }
 
-    // Seconds for the products of `samples` samples in batches of batch_ (last one partial).
-    double epoch_seconds(int64_t samples) {
+    // Seconds for the products of `samples` samples in batches of batch_ (last one partial),
+    // with OpenBLAS running its own `threads` threads (normnet keeps it single-threaded and
+    // splits products over its own pool; the floor is plain OpenBLAS at the same thread count).
+    double epoch_seconds(int64_t samples, int threads) {
+        openblas_set_num_threads(threads);
         const auto start = std::chrono::steady_clock::now();
         for (int64_t done = 0; done < samples; done += batch_) step(std::min(batch_, samples - done));
-        return seconds_since(start);
+        const double seconds = seconds_since(start);
+        openblas_set_num_threads(1);
+        // OpenBLAS's idle workers spin for a while after their last call; let them settle
+        // before normnet's threads run again.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return seconds;
     }
 
 private:
@@ -143,7 +151,7 @@ void run_bench(BenchArgs& a) {
                 const auto start = std::chrono::steady_clock::now();
                 r.final_loss = trainer.train_epoch().first;
                 r.epochs.push_back(seconds_since(start));
-                floors.push_back(floor.epoch_seconds(train->size()));
+                floors.push_back(floor.epoch_seconds(train->size(), c.threads));
             }
             r.median_seconds = median(r.epochs);
             r.floor_seconds = median(floors);

@@ -4,9 +4,10 @@
 #include "normnet/data.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <numeric>
+
+#include "../parallel.hpp"
 
 namespace normnet {
 namespace {
@@ -118,15 +119,17 @@ void DataLoader::fill(int64_t index, Batch& batch) const {
         float* dst = batch.inputs.data();
         const bool standardise = transform_.mean.has_value();
         const float mean = transform_.mean.value_or(0.0f), std = transform_.std.value_or(1.0f);
-        for (int64_t b = 0; b < B; ++b) {
-            const uint8_t* src = images_->images.pixels.data() + rows[b] * F;
-            float* out = dst + b * F;
-            if (standardise) {
-                for (int64_t f = 0; f < F; ++f) out[f] = (static_cast<float>(src[f]) / 255.0f - mean) / std;
-            } else {
-                for (int64_t f = 0; f < F; ++f) out[f] = static_cast<float>(src[f]) / 255.0f;
+        detail::parallel_for(B, 32, [&](int64_t first, int64_t last) {
+            for (int64_t b = first; b < last; ++b) {
+                const uint8_t* src = images_->images.pixels.data() + rows[b] * F;
+                float* out = dst + b * F;
+                if (standardise) {
+                    for (int64_t f = 0; f < F; ++f) out[f] = (static_cast<float>(src[f]) / 255.0f - mean) / std;
+                } else {
+                    for (int64_t f = 0; f < F; ++f) out[f] = static_cast<float>(src[f]) / 255.0f;
+                }
             }
-        }
+        });
         batch.labels.resize(static_cast<size_t>(B));
         for (int64_t b = 0; b < B; ++b) batch.labels[static_cast<size_t>(b)] = images_->labels[static_cast<size_t>(rows[b])];
         batch.targets = Tensor();

@@ -2,11 +2,15 @@
 // repeated over rows, or a one-element operand), scalar add/mul, relu, sum and mean.
 #include <algorithm>
 
+#include "../parallel.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/ops.hpp"
 
 namespace normnet {
 namespace {
+
+// Elements per chunk below which an elementwise loop is not split between threads.
+constexpr int64_t kElementGrain = 1 << 14;
 
 enum class BinaryOp { add, sub, mul };
 
@@ -110,13 +114,19 @@ struct ReluBackward final : Node {
     Tensor out;  // saved output: the gradient passes where it is positive
     const char* name() const override { return "ReluBackward0"; }
     void backward(const Tensor& dout) override {
-        Tensor dx = grad_input(0);
+        bool fresh = false;
+        Tensor dx = grad_input_for_overwrite(0, fresh);
         if (!dx.defined()) return;
-        float* d = dx.data();
-        const float* g = dout.data();
-        const float* y = out.data();
-        const int64_t n = out.numel();
-        for (int64_t i = 0; i < n; ++i) d[i] += y[i] > 0.0f ? g[i] : 0.0f;
+        float* __restrict d = dx.data();
+        const float* __restrict g = dout.data();
+        const float* __restrict y = out.data();
+        detail::parallel_for(out.numel(), kElementGrain, [&](int64_t b, int64_t e) {
+            if (fresh) {
+                for (int64_t i = b; i < e; ++i) d[i] = y[i] > 0.0f ? g[i] : 0.0f;
+            } else {
+                for (int64_t i = b; i < e; ++i) d[i] += y[i] > 0.0f ? g[i] : 0.0f;
+            }
+        });
     }
     void release_saved() override { out = Tensor(); }
 };
@@ -162,8 +172,9 @@ Tensor relu(const Tensor& x_in) {
     Tensor out = empty(x.shape());
     const float* p = x.data();
     float* o = out.data();
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = p[i] > 0.0f ? p[i] : 0.0f;
+    detail::parallel_for(x.numel(), kElementGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = p[i] > 0.0f ? p[i] : 0.0f;
+    });
     if (autograd::any_requires_grad({&x})) {
         auto node = autograd::make_node<ReluBackward>({&x});
         node->out = out.detach();

@@ -6,10 +6,11 @@
 
 namespace normnet::detail {
 
-/// Makes OpenBLAS's idle worker threads sleep instead of spinning (once per process; threads.cpp).
-void configure_blas_threads();
+/// Sets OpenBLAS to one thread, once per process: normnet splits products over its own pool (threads.cpp).
+void use_single_threaded_blas();
 
 // C: [M, N], op(A): [M, K], op(B): [K, N]; lda/ldb/ldc are the row strides of A, B, C as stored.
+// Large products are split by blocks of rows or columns of C over normnet's threads.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 

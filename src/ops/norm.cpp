@@ -2,10 +2,14 @@
 // per-group mean and rstd = 1 / sqrt(var + eps); each backward is one fused pass per group
 // computing the input, weight and bias gradients together. Statistics accumulate in double
 // over two passes (never E[x^2] - E[x]^2), so inputs with a large common offset stay exact.
+// Row reductions are vectorised with `omp simd` (-fopenmp-simd: no OpenMP runtime): the lanes'
+// partial sums change the summation order, never the thread-count independence.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "../parallel.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/ops.hpp"
 
@@ -19,14 +23,17 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, 
         const float* x = inp + n * H;
         float* y = out + n * H;
         double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < H; ++i) sum += x[i];
         const double m = sum / static_cast<double>(H);
         double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
         for (int64_t i = 0; i < H; ++i) {
             const double d = x[i] - m;
             sq += d * d;
         }
         const double s = 1.0 / std::sqrt(sq / static_cast<double>(H) + eps);
+#pragma omp simd
         for (int64_t i = 0; i < H; ++i) {
             const float xhat = static_cast<float>((x[i] - m) * s);
             y[i] = (weight ? xhat * weight[i] : xhat) + (bias ? bias[i] : 0.0f);
@@ -36,16 +43,18 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, 
     }
 }
 
-// dinp: [N, H] +=, dweight: [H] +=, dbias: [H] += (each may be null);
+// dinp: [N, H] += (or = when overwrite_dinp), dweight: [H] +=, dbias: [H] += (each may be null);
 // dout: [N, H], inp: [N, H], mean: [N], rstd: [N], weight: [H] (may be null)
 void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                         const float* mean, const float* rstd, const float* weight, int64_t N, int64_t H) {
+                         const float* mean, const float* rstd, const float* weight, int64_t N, int64_t H,
+                         bool overwrite_dinp) {
     for (int64_t n = 0; n < N; ++n) {
         const float* dy = dout + n * H;
         const float* x = inp + n * H;
         const float m = mean[n], s = rstd[n];
         // The two row means that couple every dx of the row to every dy.
         float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
         for (int64_t i = 0; i < H; ++i) {
             const float xhat = (x[i] - m) * s;
             const float dnorm = weight ? dy[i] * weight[i] : dy[i];
@@ -61,7 +70,8 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
             if (dweight) dweight[i] += dy[i] * xhat;
             if (dx) {
                 const float dnorm = weight ? dy[i] * weight[i] : dy[i];
-                dx[i] += (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * s;
+                const float g = (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * s;
+                dx[i] = overwrite_dinp ? g : dx[i] + g;
             }
         }
     }
@@ -74,6 +84,7 @@ void rms_norm_forward(float* out, float* rstd, const float* inp, const float* we
         const float* x = inp + n * H;
         float* y = out + n * H;
         double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
         for (int64_t i = 0; i < H; ++i) sq += static_cast<double>(x[i]) * x[i];
         const double s = 1.0 / std::sqrt(sq / static_cast<double>(H) + eps);
         for (int64_t i = 0; i < H; ++i) {
@@ -92,6 +103,7 @@ void rms_norm_backward(float* dinp, float* dweight, const float* dout, const flo
         const float* x = inp + n * H;
         const float s = rstd[n];
         float dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_norm_mean)
         for (int64_t i = 0; i < H; ++i) dnorm_norm_mean += (weight ? dy[i] * weight[i] : dy[i]) * x[i] * s;
         dnorm_norm_mean /= static_cast<float>(H);
         float* dx = dinp ? dinp + n * H : nullptr;
@@ -196,6 +208,36 @@ namespace {
 
 float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
+// Rows per chunk below which a row loop of width H is not split between threads: about 16k
+// values, so a chunk outweighs the cost of handing it to another thread.
+int64_t row_grain(int64_t H) { return std::max<int64_t>(16, (int64_t{1} << 14) / std::max<int64_t>(H, 1)); }
+
+// Runs a per-row backward kernel over row chunks in parallel. Each chunk adds its dweight and
+// dbias contributions into its own zeroed slot of `partials` ([chunks, 2, H]), summed at the end,
+// so no two threads write the same sums. kernel(chunk_dweight, chunk_dbias, first_row, rows).
+template <class Kernel>
+void parallel_rows_with_sums(int64_t N, int64_t H, const Tensor& dweight, const Tensor& dbias, Kernel kernel) {
+    const int threads = detail::pool_threads();
+    if (threads == 1 || N <= row_grain(H)) {
+        kernel(data_or_null(dweight), data_or_null(dbias), int64_t{0}, N);
+        return;
+    }
+    const bool sums = dweight.defined() || dbias.defined();
+    const Tensor partials = sums ? zeros({threads, 2, H}) : Tensor();
+    detail::parallel_for_chunks(N, row_grain(H), [&](int chunk, int64_t b, int64_t e) {
+        float* slot = sums ? partials.data() + chunk * 2 * H : nullptr;
+        kernel(dweight.defined() ? slot : nullptr, dbias.defined() ? slot + H : nullptr, b, e - b);
+    });
+    if (!sums) return;
+    for (int c = 0; c < threads; ++c) {
+        const float* slot = partials.data() + c * 2 * H;
+        for (int64_t i = 0; i < H; ++i) {
+            if (dweight.defined()) dweight.data()[i] += slot[i];
+            if (dbias.defined()) dbias.data()[i] += slot[H + i];
+        }
+    }
+}
+
 // Checks that x ends with normalized_shape and that weight/bias have that shape; returns H.
 int64_t check_normalized_shape(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                                const Tensor& bias) {
@@ -223,9 +265,13 @@ struct LayerNormBackward final : Node {
     int64_t N = 0, H = 0;
     const char* name() const override { return "NativeLayerNormBackward0"; }
     void backward(const Tensor& dout) override {
-        detail::layer_norm_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)),
-                                    data_or_null(grad_input(2)), dout.data(), x.data(), mean.data(), rstd.data(),
-                                    data_or_null(weight), N, H);
+        bool fresh = false;
+        const Tensor dx = grad_input_for_overwrite(0, fresh);
+        parallel_rows_with_sums(N, H, grad_input(1), grad_input(2), [&](float* dw, float* db, int64_t row, int64_t rows) {
+            detail::layer_norm_backward(dx.defined() ? dx.data() + row * H : nullptr, dw, db, dout.data() + row * H,
+                                        x.data() + row * H, mean.data() + row, rstd.data() + row, data_or_null(weight),
+                                        rows, H, fresh);
+        });
     }
     void release_saved() override { x = weight = mean = rstd = Tensor(); }
 };
@@ -235,8 +281,11 @@ struct RmsNormBackward final : Node {
     int64_t N = 0, H = 0;
     const char* name() const override { return "RmsNormBackward0"; }
     void backward(const Tensor& dout) override {
-        detail::rms_norm_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)), dout.data(), x.data(),
-                                  rstd.data(), data_or_null(weight), N, H);
+        const Tensor dx = grad_input(0);
+        parallel_rows_with_sums(N, H, grad_input(1), Tensor(), [&](float* dw, float*, int64_t row, int64_t rows) {
+            detail::rms_norm_backward(dx.defined() ? dx.data() + row * H : nullptr, dw, dout.data() + row * H,
+                                      x.data() + row * H, rstd.data() + row, data_or_null(weight), rows, H);
+        });
     }
     void release_saved() override { x = weight = rstd = Tensor(); }
 };
@@ -264,8 +313,10 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
     const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
     const int64_t N = H == 0 ? 0 : x.numel() / H;
     Tensor out = empty(x.shape()), mean = empty({N}), rstd = empty({N});
-    detail::layer_norm_forward(out.data(), mean.data(), rstd.data(), x.data(), data_or_null(weight),
-                               data_or_null(bias), N, H, eps);
+    detail::parallel_for(N, row_grain(H), [&](int64_t b, int64_t e) {
+        detail::layer_norm_forward(out.data() + b * H, mean.data() + b, rstd.data() + b, x.data() + b * H,
+                                   data_or_null(weight), data_or_null(bias), e - b, H, eps);
+    });
     if (autograd::any_requires_grad({&x, &weight, &bias})) {
         auto node = autograd::make_node<LayerNormBackward>({&x, &weight, &bias});
         node->x = x.detach();
@@ -284,8 +335,11 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
     const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in);
     const int64_t N = H == 0 ? 0 : x.numel() / H;
     Tensor out = empty(x.shape()), rstd = empty({N});
-    detail::rms_norm_forward(out.data(), rstd.data(), x.data(), data_or_null(weight), N, H,
-                             eps.value_or(std::numeric_limits<float>::epsilon()));
+    const double e = eps.value_or(std::numeric_limits<float>::epsilon());
+    detail::parallel_for(N, row_grain(H), [&](int64_t b, int64_t end) {
+        detail::rms_norm_forward(out.data() + b * H, rstd.data() + b, x.data() + b * H, data_or_null(weight), end - b,
+                                 H, e);
+    });
     if (autograd::any_requires_grad({&x, &weight})) {
         auto node = autograd::make_node<RmsNormBackward>({&x, &weight});
         node->x = x.detach();

@@ -30,6 +30,7 @@
 #define NORMNET_OPTIM_SIMD 1
 #endif
 
+#include "elementwise_step.hpp"
 #include "normnet/optim.hpp"
 
 namespace normnet {
@@ -197,20 +198,22 @@ AdamWOptions checked(const AdamWOptions& o) {
 }
 
 // One step of Adam or AdamW over every parameter that has a gradient; grad_of(i) gives
-// parameter i's gradient data or null.
+// parameter i's gradient data or null. One parallel pass over all parameters' elements.
 template <class GradOf>
 void adam_step(const NamedTensors& params, std::vector<Tensor>& exp_avg, std::vector<Tensor>& exp_avg_sq,
                GradOf grad_of, const detail::AdamScalars& s) {
     for (size_t i = 0; i < params.size(); ++i) {
-        const float* grad = grad_of(i);
-        if (grad == nullptr) continue;
-        const Tensor& p = params[i].second;
-        if (!exp_avg[i].defined()) {
-            exp_avg[i] = zeros(p.shape());
-            exp_avg_sq[i] = zeros(p.shape());
+        if (grad_of(i) != nullptr && !exp_avg[i].defined()) {
+            exp_avg[i] = zeros(params[i].second.shape());
+            exp_avg_sq[i] = zeros(params[i].second.shape());
         }
-        detail::adam_update(p.data(), exp_avg[i].data(), exp_avg_sq[i].data(), grad, p.numel(), s);
     }
+    detail::for_each_parameter_range(params, [&](size_t i, int64_t b, int64_t e) {
+        const float* grad = grad_of(i);
+        if (grad == nullptr) return;
+        detail::adam_update(params[i].second.data() + b, exp_avg[i].data() + b, exp_avg_sq[i].data() + b, grad + b,
+                            e - b, s);
+    });
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 
 #include <cmath>
 
+#include <algorithm>
+#include <vector>
+
+#include "elementwise_step.hpp"
 #include "normnet/optim.hpp"
 
 namespace normnet {
@@ -126,18 +130,24 @@ void SGD::step() {
     advance_step();
     auto& buffers = state(momentum_buffer_);
     const bool momentum = options_.momentum != 0.0;
+    // A momentum buffer starts as the parameter's first gradient (PyTorch's rule): such first
+    // updates (first step only) run here; every other update runs in one parallel pass.
+    const detail::SGDScalars later = detail::sgd_scalars(options_, lr(), false);
+    std::vector<size_t> started;  // empty, and so not allocated, after the first step
     for (size_t i = 0; i < params().size(); ++i) {
         const float* grad = grad_data(i);
-        if (grad == nullptr) continue;
+        if (!momentum || grad == nullptr || buffers[i].defined()) continue;
         const Tensor& p = params()[i].second;
-        bool first = false;
-        if (momentum && !buffers[i].defined()) {
-            buffers[i] = empty(p.shape());  // filled with the first gradient by the kernel
-            first = true;
-        }
-        detail::sgd_update(p.data(), momentum ? buffers[i].data() : nullptr, grad, p.numel(),
-                           detail::sgd_scalars(options_, lr(), first));
+        buffers[i] = empty(p.shape());
+        detail::sgd_update(p.data(), buffers[i].data(), grad, p.numel(), detail::sgd_scalars(options_, lr(), true));
+        started.push_back(i);
     }
+    detail::for_each_parameter_range(params(), [&](size_t i, int64_t b, int64_t e) {
+        const float* grad = grad_data(i);
+        if (grad == nullptr || std::find(started.begin(), started.end(), i) != started.end()) return;
+        detail::sgd_update(params()[i].second.data() + b, momentum ? buffers[i].data() + b : nullptr, grad + b, e - b,
+                           later);
+    });
 }
 
 }  // namespace normnet
