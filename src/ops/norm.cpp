@@ -116,19 +116,21 @@ void rms_norm_backward(float* dinp, float* dweight, const float* dout, const flo
 }
 
 // Per-channel statistics of inp: [N, C, L] (L = 1 for [N, C] input): mean: [C] and the biased
-// variance var: [C], accumulated in double.
-void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L) {
+// variance var: [C], accumulated in double. These kernels work on channels [c0, c1) only, so
+// threads can take disjoint channel ranges.
+void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L, int64_t c0,
+                   int64_t c1) {
     const double count = static_cast<double>(N * L);
-    for (int64_t c = 0; c < C; ++c) mean[c] = var[c] = 0.0;
+    for (int64_t c = c0; c < c1; ++c) mean[c] = var[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const float* x = inp + (n * C + c) * L;
             for (int64_t l = 0; l < L; ++l) mean[c] += x[l];
         }
     }
-    for (int64_t c = 0; c < C; ++c) mean[c] /= count;
+    for (int64_t c = c0; c < c1; ++c) mean[c] /= count;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const float* x = inp + (n * C + c) * L;
             for (int64_t l = 0; l < L; ++l) {
                 const double d = x[l] - mean[c];
@@ -136,16 +138,16 @@ void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64
             }
         }
     }
-    for (int64_t c = 0; c < C; ++c) var[c] /= count;
+    for (int64_t c = c0; c < c1; ++c) var[c] /= count;
 }
 
 // out: [N, C, L] = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [C] in double
 // (as layer_norm's: a batch mean rounded to float32 before the subtraction would cost ~1e-3 on
 // inputs with a large common offset); weight, bias: [C], may be null
 void batch_norm_apply(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
-                      const float* bias, int64_t N, int64_t C, int64_t L) {
+                      const float* bias, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1) {
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const double m = mean[c], s = rstd[c];
             const float w = weight ? weight[c] : 1.0f;
             const float shift = bias ? bias[c] : 0.0f;
@@ -156,18 +158,19 @@ void batch_norm_apply(float* out, const float* inp, const double* mean, const do
     }
 }
 
-// dinp: [N, C, L] +=, dweight: [C] +=, dbias: [C] += (each may be null); dout, inp: [N, C, L];
+// dinp: [N, C, L] += (= when overwrite_dinp), dweight: [C] +=, dbias: [C] += (each may be null); dout, inp: [N, C, L];
 // mean, rstd: [C]. With batch statistics every dx of a channel depends on all its dy (the
 // statistics are functions of the batch); with running statistics they are constants.
 // `sums` is scratch of at least 2 * C floats.
 void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
                          const float* inp, const float* mean, const float* rstd, const float* weight,
-                         bool batch_stats, int64_t N, int64_t C, int64_t L) {
+                         bool batch_stats, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1,
+                         bool overwrite_dinp) {
     float* dy_sum = sums;          // per channel: sum of dy
     float* dy_xhat_sum = sums + C;  // per channel: sum of dy * xhat
-    for (int64_t c = 0; c < C; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
+    for (int64_t c = c0; c < c1; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const float* dy = dout + (n * C + c) * L;
             const float* x = inp + (n * C + c) * L;
             for (int64_t l = 0; l < L; ++l) {
@@ -176,27 +179,24 @@ void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums,
             }
         }
     }
-    for (int64_t c = 0; c < C; ++c) {
+    for (int64_t c = c0; c < c1; ++c) {
         if (dbias) dbias[c] += dy_sum[c];
         if (dweight) dweight[c] += dy_xhat_sum[c];
     }
     if (!dinp) return;
     const float inv_count = 1.0f / static_cast<float>(N * L);
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const float w = weight ? weight[c] : 1.0f;
             const float* dy = dout + (n * C + c) * L;
             const float* x = inp + (n * C + c) * L;
             float* dx = dinp + (n * C + c) * L;
-            if (batch_stats) {
-                const float dnorm_mean = dy_sum[c] * w * inv_count;
-                const float dnorm_norm_mean = dy_xhat_sum[c] * w * inv_count;
-                for (int64_t l = 0; l < L; ++l) {
-                    const float xhat = (x[l] - mean[c]) * rstd[c];
-                    dx[l] += (dy[l] * w - dnorm_mean - xhat * dnorm_norm_mean) * rstd[c];
-                }
-            } else {
-                for (int64_t l = 0; l < L; ++l) dx[l] += dy[l] * w * rstd[c];
+            const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
+            const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
+            for (int64_t l = 0; l < L; ++l) {
+                const float g = batch_stats ? (dy[l] * w - dnorm_mean - (x[l] - mean[c]) * rstd[c] * dnorm_norm_mean) * rstd[c]
+                                            : dy[l] * w * rstd[c];
+                dx[l] = overwrite_dinp ? g : dx[l] + g;
             }
         }
     }
@@ -210,6 +210,9 @@ float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; 
 
 // Rows per chunk below which a row loop of width H is not split between threads: about 16k
 // values, so a chunk outweighs the cost of handing it to another thread.
+// Channels per chunk for batch_norm, whose kernels split the channels between threads.
+int64_t channel_grain(int64_t per_channel) { return std::max<int64_t>(8, (int64_t{1} << 14) / std::max<int64_t>(per_channel, 1)); }
+
 int64_t row_grain(int64_t H) { return std::max<int64_t>(16, (int64_t{1} << 14) / std::max<int64_t>(H, 1)); }
 
 // Runs a per-row backward kernel over row chunks in parallel. Each chunk adds its dweight and
@@ -296,9 +299,13 @@ struct BatchNormBackward final : Node {
     int64_t N = 0, C = 0, L = 0;
     const char* name() const override { return "NativeBatchNormBackward0"; }
     void backward(const Tensor& dout) override {
-        detail::batch_norm_backward(data_or_null(grad_input(0)), data_or_null(grad_input(1)),
-                                    data_or_null(grad_input(2)), sums.data(), dout.data(), x.data(), mean.data(),
-                                    rstd.data(), data_or_null(weight), batch_stats, N, C, L);
+        bool fresh = false;
+        const Tensor dx = grad_input_for_overwrite(0, fresh), dw = grad_input(1), db = grad_input(2);
+        detail::parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
+            detail::batch_norm_backward(data_or_null(dx), data_or_null(dw), data_or_null(db), sums.data(), dout.data(),
+                                        x.data(), mean.data(), rstd.data(), data_or_null(weight), batch_stats, N, C, L,
+                                        c0, c1, fresh);
+        });
     }
     void release_saved() override { x = weight = mean = rstd = sums = Tensor(); }
 };
@@ -375,7 +382,9 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     double* mean_d = stats.data();
     double* var_d = stats.data() + C;
     if (batch_stats) {
-        detail::channel_stats(mean_d, var_d, x.data(), N, C, L);
+        detail::parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
+            detail::channel_stats(mean_d, var_d, x.data(), N, C, L, c0, c1);
+        });
         if (training && running_mean.defined()) {
             // PyTorch's momentum=None is a cumulative average over the batches seen so far.
             const double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(num_batches_tracked, 1));
@@ -401,7 +410,10 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
         rstd.data()[c] = static_cast<float>(rstd_d[c]);
     }
     Tensor out = empty(x.shape());
-    detail::batch_norm_apply(out.data(), x.data(), mean_d, rstd_d, data_or_null(weight), data_or_null(bias), N, C, L);
+    detail::parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
+        detail::batch_norm_apply(out.data(), x.data(), mean_d, rstd_d, data_or_null(weight), data_or_null(bias), N, C, L,
+                                 c0, c1);
+    });
     if (autograd::any_requires_grad({&x, &weight, &bias})) {
         auto node = autograd::make_node<BatchNormBackward>({&x, &weight, &bias});
         node->x = x.detach();
