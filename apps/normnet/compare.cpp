@@ -285,16 +285,26 @@ std::string accuracy_chart(const std::vector<RunResult>& runs, const std::vector
     return line_chart_svg(series, o);
 }
 
-std::string curves_chart(const std::vector<RunResult>& runs, const std::string& dataset) {
+std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                         const std::vector<int64_t>& batches, const std::string& dataset) {
     std::vector<Series> series;
-    for (const auto& r : runs) {
-        Series s;
-        s.label = norm_label(r.norm) + ", batch " + std::to_string(r.batch) + (r.seed != runs.front().seed ? ", seed " + std::to_string(r.seed) : "");
-        for (const auto& m : r.curve) {
-            s.x.push_back(static_cast<double>(m.epoch));
-            s.y.push_back(m.test_acc);
+    // Grouped by normalisation: one colour per normalisation, one line pattern per batch size.
+    for (size_t n = 0; n < norms.size(); ++n) {
+        for (size_t b = 0; b < batches.size(); ++b) {
+            for (const auto& r : runs) {
+                if (r.norm != norms[n] || r.batch != batches[b]) continue;
+                Series s;
+                s.colour = static_cast<int>(n);
+                s.dash = static_cast<int>(b % 4);
+                s.label = norm_label(r.norm) + ", batch " + std::to_string(r.batch) +
+                          (r.seed != runs.front().seed ? ", seed " + std::to_string(r.seed) : "");
+                for (const auto& m : r.curve) {
+                    s.x.push_back(static_cast<double>(m.epoch));
+                    s.y.push_back(m.test_acc);
+                }
+                series.push_back(s);
+            }
         }
-        series.push_back(s);
     }
     ChartOptions o;
     o.title = "Test accuracy per epoch (" + dataset + ")";
@@ -374,7 +384,7 @@ void run_compare(CompareArgs& a) {
     write_text_file_atomic(dir + "/results.csv", results_csv(runs));
     write_text_file_atomic(dir + "/curves.csv", curves_csv(runs));
     write_text_file_atomic(dir + "/accuracy_vs_batch.svg", accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
-    write_text_file_atomic(dir + "/test_acc_curves.svg", curves_chart(runs, a.base.dataset));
+    write_text_file_atomic(dir + "/test_acc_curves.svg", curves_chart(runs, norms, batches, a.base.dataset));
     write_text_file_atomic(dir + "/report.md", report_md(a, runs, norms, batches, total));
     std::printf("\nFinal test accuracy (%%):\n\n%s\n", accuracy_table(runs, norms, batches, a.seeds).c_str());
     std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg in %s\n", dir.c_str(),

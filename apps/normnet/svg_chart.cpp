@@ -291,7 +291,17 @@ void draw_marker(Svg& svg, Shape shape, double cx, double cy) {
 
 // `dodge` shifts the whole series sideways by a few pixels so that error bars of different series
 // at the same x do not sit on top of each other.
-void draw_series(Svg& svg, const std::vector<std::vector<Point>>& runs, size_t index, double dodge,
+// The stroke-dasharray attribute of a Series::dash pattern ("" for solid lines).
+std::string dash_attribute(int dash) {
+    switch (dash) {
+        case 1: return " stroke-dasharray=\"7,4\"";
+        case 2: return " stroke-dasharray=\"2,3\"";
+        case 3: return " stroke-dasharray=\"8,3,2,3\"";
+        default: return "";
+    }
+}
+
+void draw_series(Svg& svg, const std::vector<std::vector<Point>>& runs, size_t index, int dash, double dodge,
                  const Axis& x, const Axis& y) {
     const char* colour = kPalette[index % kPalette.size()];
     svg << "<g class=\"series\" stroke=\"" << colour << "\" fill=\"" << colour << "\">\n";
@@ -307,7 +317,8 @@ void draw_series(Svg& svg, const std::vector<std::vector<Point>>& runs, size_t i
     svg << "</g>\n";
     for (const auto& run : runs) {
         if (run.size() < 2) continue;
-        svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"";
+        svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke-linejoin=\"round\"" << dash_attribute(dash)
+            << " points=\"";
         for (size_t i = 0; i < run.size(); ++i)
             svg << (i ? " " : "") << x.to_px(run[i].x) + dodge << "," << y.to_px(run[i].y);
         svg << "\"/>\n";
@@ -330,7 +341,8 @@ void draw_all_series(Svg& svg, const std::vector<Series>& series,
     svg << "<g clip-path=\"url(#plot-area)\">\n";
     for (size_t i = 0; i < runs.size(); ++i) {
         const double dodge = any_error_bars ? spacing * (static_cast<double>(i) - (n - 1) / 2) : 0.0;
-        draw_series(svg, runs[i], i, dodge, x, y);
+        const size_t style = series[i].colour >= 0 ? static_cast<size_t>(series[i].colour) : i;
+        draw_series(svg, runs[i], style, series[i].dash, dodge, x, y);
     }
     svg << "</g>\n";
 }
@@ -355,12 +367,14 @@ void draw_legend(Svg& svg, const std::vector<Series>& series, double left, doubl
     double cy = top + kLegendPad + 7;
     for (size_t i = 0; i < series.size(); ++i) {
         if (series[i].label.empty()) continue;
-        const char* colour = kPalette[i % kPalette.size()];
+        const size_t style = series[i].colour >= 0 ? static_cast<size_t>(series[i].colour) : i;
+        const char* colour = kPalette[style % kPalette.size()];
         const double x0 = left + kLegendPad, x1 = x0 + kLegendSample;
         svg << "<g stroke=\"" << colour << "\" fill=\"" << colour << "\" stroke-width=\"2\">\n";
-        line(svg, x0, cy, x1, cy);
+        svg << "<line x1=\"" << x0 << "\" y1=\"" << cy << "\" x2=\"" << x1 << "\" y2=\"" << cy << "\""
+            << dash_attribute(series[i].dash) << "/>\n";
         svg << "<g stroke=\"#ffffff\" stroke-width=\"1\">\n";
-        draw_marker(svg, kShapes[i % kShapes.size()], (x0 + x1) / 2, cy);
+        draw_marker(svg, kShapes[style % kShapes.size()], (x0 + x1) / 2, cy);
         svg << "</g>\n</g>\n";
         text(svg, x1 + 8, cy + 4, "start", series[i].label, " fill=\"#222222\"");
         cy += kLegendRow;

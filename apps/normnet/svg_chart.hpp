@@ -14,6 +14,8 @@ struct Series {
     std::string label{};           ///< legend text; empty = left out of the legend
     std::vector<double> x{}, y{};  ///< same size
     std::vector<double> y_err{};   ///< empty = no error bars; else same size as y, half-height of the bar
+    int colour = -1;               ///< palette index (colour and marker); -1 = the series' position
+    int dash = 0;                  ///< line pattern: 0 solid, 1 dashed, 2 dotted, 3 dash-dot
 };
 
 // Every member has a default initialiser so designated initialisers ({.log_x = true}) compile
