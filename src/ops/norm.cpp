@@ -118,8 +118,11 @@ void rms_norm_backward(float* dinp, float* dweight, const float* dout, const flo
 // Per-channel statistics of inp: [N, C, L] (L = 1 for [N, C] input): mean: [C] and the biased
 // variance var: [C], accumulated in double. These kernels work on channels [c0, c1) only, so
 // threads can take disjoint channel ranges.
-void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L, int64_t c0,
-                   int64_t c1) {
+// kFlat: L == 1 ([N, C] input), known at compile time so the loops over channels vectorise.
+template <bool kFlat>
+void channel_stats_impl(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L_in, int64_t c0,
+                        int64_t c1) {
+    const int64_t L = kFlat ? 1 : L_in;
     const double count = static_cast<double>(N * L);
     for (int64_t c = c0; c < c1; ++c) mean[c] = var[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
@@ -141,11 +144,22 @@ void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64
     for (int64_t c = c0; c < c1; ++c) var[c] /= count;
 }
 
+void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L, int64_t c0,
+                   int64_t c1) {
+    if (L == 1) {
+        channel_stats_impl<true>(mean, var, inp, N, C, L, c0, c1);
+    } else {
+        channel_stats_impl<false>(mean, var, inp, N, C, L, c0, c1);
+    }
+}
+
 // out: [N, C, L] = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [C] in double
 // (as layer_norm's: a batch mean rounded to float32 before the subtraction would cost ~1e-3 on
 // inputs with a large common offset); weight, bias: [C], may be null
-void batch_norm_apply(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
-                      const float* bias, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1) {
+template <bool kFlat>
+void batch_norm_apply_impl(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
+                           const float* bias, int64_t N, int64_t C, int64_t L_in, int64_t c0, int64_t c1) {
+    const int64_t L = kFlat ? 1 : L_in;
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = c0; c < c1; ++c) {
             const double m = mean[c], s = rstd[c];
@@ -158,14 +172,25 @@ void batch_norm_apply(float* out, const float* inp, const double* mean, const do
     }
 }
 
+void batch_norm_apply(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
+                      const float* bias, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1) {
+    if (L == 1) {
+        batch_norm_apply_impl<true>(out, inp, mean, rstd, weight, bias, N, C, L, c0, c1);
+    } else {
+        batch_norm_apply_impl<false>(out, inp, mean, rstd, weight, bias, N, C, L, c0, c1);
+    }
+}
+
 // dinp: [N, C, L] += (= when overwrite_dinp), dweight: [C] +=, dbias: [C] += (each may be null); dout, inp: [N, C, L];
 // mean, rstd: [C]. With batch statistics every dx of a channel depends on all its dy (the
 // statistics are functions of the batch); with running statistics they are constants.
 // `sums` is scratch of at least 2 * C floats.
-void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
-                         const float* inp, const float* mean, const float* rstd, const float* weight,
-                         bool batch_stats, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1,
-                         bool overwrite_dinp) {
+template <bool kFlat>
+void batch_norm_backward_impl(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
+                              const float* inp, const float* mean, const float* rstd, const float* weight,
+                              bool batch_stats, int64_t N, int64_t C, int64_t L_in, int64_t c0, int64_t c1,
+                              bool overwrite_dinp) {
+    const int64_t L = kFlat ? 1 : L_in;
     float* dy_sum = sums;          // per channel: sum of dy
     float* dy_xhat_sum = sums + C;  // per channel: sum of dy * xhat
     for (int64_t c = c0; c < c1; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
@@ -199,6 +224,19 @@ void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums,
                 dx[l] = overwrite_dinp ? g : dx[l] + g;
             }
         }
+    }
+}
+
+void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
+                         const float* inp, const float* mean, const float* rstd, const float* weight,
+                         bool batch_stats, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1,
+                         bool overwrite_dinp) {
+    if (L == 1) {
+        batch_norm_backward_impl<true>(dinp, dweight, dbias, sums, dout, inp, mean, rstd, weight, batch_stats, N, C, L,
+                                       c0, c1, overwrite_dinp);
+    } else {
+        batch_norm_backward_impl<false>(dinp, dweight, dbias, sums, dout, inp, mean, rstd, weight, batch_stats, N, C,
+                                        L, c0, c1, overwrite_dinp);
     }
 }
 

@@ -17,35 +17,14 @@
 #include <vector>
 
 #include "elementwise_step.hpp"
+#include "kernel_support.hpp"
 #include "normnet/optim.hpp"
 
 namespace normnet {
 namespace detail {
 namespace {
 
-// a * b + c rounded once where the CPU has fma (as torch's kernels are built), else twice.
-inline float madd(float a, float b, float c) {
-#ifdef __FMA__
-    return std::fma(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
 
-// Calls f.template operator()<flags...>() with the runtime flags as template arguments, so each
-// variant of a kernel gets a loop without branches.
-template <bool... kFlags, class F>
-void with_flags(F&& f) {
-    f.template operator()<kFlags...>();
-}
-template <bool... kFlags, class F, class... Rest>
-void with_flags(F&& f, bool flag, Rest... rest) {
-    if (flag) {
-        with_flags<kFlags..., true>(f, rest...);
-    } else {
-        with_flags<kFlags..., false>(f, rest...);
-    }
-}
 
 }  // namespace
 
