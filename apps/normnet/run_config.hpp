@@ -16,12 +16,12 @@ struct RunConfig {
     std::string dataset = "mnist";  // mnist | fashion-mnist
     std::string data_dir;           // empty: the dataset's default folder
     ModelSpec model;
-    int64_t epochs = 15;
+    int64_t epochs = 20;
     int64_t batch_size = 128;
     std::string optimizer = "adamw";  // sgd | adam | adamw
     double lr = 2e-3;
     double momentum = 0.9;       // sgd only
-    double weight_decay = 0.05;
+    double weight_decay = 0.2;
     std::string schedule = "cosine";  // constant | step | cosine
     int64_t warmup = 0;               // warm-up steps (batches)
     double step_gamma = 0.1;          // step schedule: factor every step_epochs epochs
