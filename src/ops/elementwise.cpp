@@ -110,6 +110,27 @@ Tensor scalar_op(const Tensor& a_in, float add_value, float mul_value) {
     return out;
 }
 
+// The relu kernels take restrict pointers as plain arguments: read through a lambda's captures,
+// the pointers are reloaded on every element and the loop stays scalar (5% of a batch-32 epoch in
+// perf before this change).
+// y: [n] = max(x, 0)
+void relu_forward_kernel(float* __restrict y, const float* __restrict x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+// dx: [n] = (or +=) dy where the output y > 0, else 0
+template <bool kAccumulate>
+void relu_backward_kernel(float* __restrict dx, const float* __restrict dy, const float* __restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = y[i] > 0.0f ? dy[i] : 0.0f;
+        if constexpr (kAccumulate) {
+            dx[i] += g;
+        } else {
+            dx[i] = g;
+        }
+    }
+}
+
 struct ReluBackward final : Node {
     Tensor out;  // saved output: the gradient passes where it is positive
     const char* name() const override { return "ReluBackward0"; }
@@ -117,15 +138,12 @@ struct ReluBackward final : Node {
         bool fresh = false;
         Tensor dx = grad_input_for_overwrite(0, fresh);
         if (!dx.defined()) return;
-        float* __restrict d = dx.data();
-        const float* __restrict g = dout.data();
-        const float* __restrict y = out.data();
-        detail::parallel_for(out.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-            if (fresh) {
-                for (int64_t i = b; i < e; ++i) d[i] = y[i] > 0.0f ? g[i] : 0.0f;
-            } else {
-                for (int64_t i = b; i < e; ++i) d[i] += y[i] > 0.0f ? g[i] : 0.0f;
-            }
+        float* d = dx.data();
+        const float* g = dout.data();
+        const float* y = out.data();
+        detail::parallel_for(out.numel(), kElementGrain, [=](int64_t b, int64_t e) {
+            fresh ? relu_backward_kernel<false>(d + b, g + b, y + b, e - b)
+                  : relu_backward_kernel<true>(d + b, g + b, y + b, e - b);
         });
     }
     void release_saved() override { out = Tensor(); }
@@ -172,9 +190,7 @@ Tensor relu(const Tensor& x_in) {
     Tensor out = empty(x.shape());
     const float* p = x.data();
     float* o = out.data();
-    detail::parallel_for(x.numel(), kElementGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) o[i] = p[i] > 0.0f ? p[i] : 0.0f;
-    });
+    detail::parallel_for(x.numel(), kElementGrain, [=](int64_t b, int64_t e) { relu_forward_kernel(o + b, p + b, e - b); });
     if (autograd::any_requires_grad({&x})) {
         auto node = autograd::make_node<ReluBackward>({&x});
         node->out = out.detach();
