@@ -536,6 +536,38 @@ TEST_CASE("optim: optimizers train a Linear layer through autograd", "[optim]") 
     }
 }
 
+TEST_CASE("optim: step_and_zero_grad equals step then zero_grad(false), bit for bit", "[optim]") {
+    for (const auto& [name, make] : factories()) {
+        INFO(name);
+        std::vector<Tensor> results;
+        for (const bool fused : {false, true}) {
+            manual_seed(11);
+            Sequential model{Linear(5, 40), ReLU(), Linear(40, 3)};  // 40 * 5 + 40: a partial SIMD vector
+            auto opt = make(model.named_parameters());
+            const Tensor x = randn({6, 5});
+            const Tensor y = randn({6, 3});
+            opt->zero_grad();
+            for (int k = 0; k < 4; ++k) {
+                mse_loss(model(x), y).backward();
+                if (fused) {
+                    opt->step_and_zero_grad();
+                } else {
+                    opt->step();
+                    opt->zero_grad(false);
+                }
+                for (const auto& [pname, p] : model.named_parameters()) {
+                    INFO(pname << " after step " << k);
+                    REQUIRE(p.grad().defined());
+                    for (float g : p.grad().to_vector()) CHECK(g == 0.0f);
+                }
+            }
+            for (const auto& [pname, p] : model.named_parameters()) results.push_back(p.clone());
+        }
+        const size_t half = results.size() / 2;
+        for (size_t i = 0; i < half; ++i) CHECK(bit_equal(results[i], results[half + i]));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Schedules
 

@@ -88,13 +88,15 @@ std::pair<double, double> Trainer::train_epoch(const BatchCallback& on_batch) {
     double loss_sum = 0.0;
     int64_t correct = 0, seen = 0, index = 0;
     const int64_t batches = loader_.num_batches();
+    // Gradients are zeroed once here and then by step_and_zero_grad, in the optimizer's own
+    // pass: each backward adds into buffers kept across steps.
+    optimizer_->zero_grad();
     for (const Batch& batch : loader_) {
-        optimizer_->zero_grad();
         const Tensor logits = model_->forward(batch.inputs);
         const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
         loss.backward();
         if (config_.clip > 0) clip_grad_norm(params, config_.clip);
-        optimizer_->step();
+        optimizer_->step_and_zero_grad();
         scheduler_->step();
         loss_sum += static_cast<double>(loss.item()) * static_cast<double>(batch.size());
         correct += count_correct(logits, batch.labels);

@@ -64,6 +64,11 @@ public:
     virtual void step() = 0;
     /// Clears the parameters' gradients: drops them (set_to_none, PyTorch's default) or zero-fills them.
     void zero_grad(bool set_to_none = true);
+    /// step() then zero_grad(/*set_to_none=*/false), with the same result. Adam and AdamW zero each
+    /// gradient in the pass that reads it; the next backward then adds into the kept buffers instead
+    /// of having OpenBLAS zero-fill fresh ones (6% of a batch-32 epoch of the seed MLP). A training
+    /// loop calls zero_grad() once before its first step and this instead of step().
+    virtual void step_and_zero_grad();
 
     /// The current learning rate (schedules change it; options().lr keeps the one given at construction).
     double lr() const { return lr_; }
@@ -99,7 +104,7 @@ protected:
     /// Increments the step counter and returns the new count (1 on the first step).
     int64_t advance_step() { return ++step_count_; }
     /// The gradient of parameter i, or null when it has none; throws when it is not contiguous.
-    const float* grad_data(size_t i) const;
+    float* grad_data(size_t i) const;
 
 private:
     struct StateKind {
@@ -138,11 +143,13 @@ public:
     /// Optimizes any list of tensors, named "0", "1", ... in its state_dict.
     explicit Adam(const std::vector<Tensor>& params, AdamOptions options = {});
     void step() override;
+    void step_and_zero_grad() override;
     std::string name() const override { return "Adam"; }
     /// The options given at construction.
     const AdamOptions& options() const { return options_; }
 
 private:
+    void update(bool zero_grad);
     AdamOptions options_;
     int exp_avg_ = 0, exp_avg_sq_ = 0;  // state indices
 };
@@ -156,11 +163,13 @@ public:
     /// Optimizes any list of tensors, named "0", "1", ... in its state_dict.
     explicit AdamW(const std::vector<Tensor>& params, AdamWOptions options = {});
     void step() override;
+    void step_and_zero_grad() override;
     std::string name() const override { return "AdamW"; }
     /// The options given at construction.
     const AdamWOptions& options() const { return options_; }
 
 private:
+    void update(bool zero_grad);
     AdamWOptions options_;
     int exp_avg_ = 0, exp_avg_sq_ = 0;  // state indices
 };
@@ -249,6 +258,9 @@ AdamScalars adam_scalars(double lr, std::pair<double, double> betas, double eps,
 /// One Adam/AdamW update. param, exp_avg, exp_avg_sq: [n] updated; grad: [n]
 void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
                  const AdamScalars& s);
+/// adam_update, then grad set to zero in the same pass. grad: [n] read, then zeroed
+void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* grad, int64_t n,
+                               const AdamScalars& s);
 void adam_update_reference(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
                            const AdamScalars& s);
 }  // namespace detail

@@ -20,10 +20,12 @@
 // GCC 12's _mm512_sqrt_ps (used by simd sqrt) trips a false -Wmaybe-uninitialized on its
 // _mm512_undefined_ps() operand (GCC bug 105593, fixed in GCC 13). Set before any include.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <array>
 #include <cmath>
+#include <type_traits>
 
 #if __has_include(<experimental/simd>) && defined(__GLIBCXX__)
 #include <experimental/simd>
@@ -87,9 +89,12 @@ AdamScalars adam_scalars(double lr, std::pair<double, double> betas, double eps,
     return s;
 }
 
-// param: [n] updated, exp_avg: [n] updated, exp_avg_sq: [n] updated, grad: [n]
-void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                 const AdamScalars& scalars) {
+namespace {
+// param: [n] updated, exp_avg: [n] updated, exp_avg_sq: [n] updated, grad: [n] read, then set to
+// zero when kZeroGrad (the store rides along the pass, which waits on sqrt and division anyway).
+template <bool kZeroGrad>
+void adam_update_pass(float* param, float* exp_avg, float* exp_avg_sq, std::conditional_t<kZeroGrad, float*, const float*> grad,
+                      int64_t n, const AdamScalars& scalars) {
     const AdamScalars s = scalars;  // a local copy: the float stores below cannot alias it
     with_flags(
         [&]<bool kL2, bool kDecoupled>() {
@@ -100,6 +105,7 @@ void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* g
             for (; i + W <= n; i += W) {
                 Vec p(param + i, aligned), m(exp_avg + i, aligned), v(exp_avg_sq + i, aligned);
                 adam_lanes<kL2, kDecoupled>(p, m, v, Vec(grad + i, aligned), s);
+                if constexpr (kZeroGrad) Vec(0.0f).copy_to(grad + i, aligned);
                 p.copy_to(param + i, aligned);
                 m.copy_to(exp_avg + i, aligned);
                 v.copy_to(exp_avg_sq + i, aligned);
@@ -119,16 +125,28 @@ void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* g
             v.copy_to(tv.data(), aligned);
             for (int64_t j = 0; j < rest; ++j) {
                 param[i + j] = tp[j], exp_avg[i + j] = tm[j], exp_avg_sq[i + j] = tv[j];
+                if constexpr (kZeroGrad) grad[i + j] = 0.0f;
             }
 #else
             for (int64_t i = 0; i < n; ++i) {
                 float p = param[i], m = exp_avg[i], v = exp_avg_sq[i];
                 adam_lanes<kL2, kDecoupled>(p, m, v, grad[i], s);
                 param[i] = p, exp_avg[i] = m, exp_avg_sq[i] = v;
+                if constexpr (kZeroGrad) grad[i] = 0.0f;
             }
 #endif
         },
         s.weight_decay != 0.0f, s.decay != 1.0f);
+}
+}  // namespace
+
+void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamScalars& s) {
+    adam_update_pass<false>(param, exp_avg, exp_avg_sq, grad, n, s);
+}
+
+void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* grad, int64_t n,
+                               const AdamScalars& s) {
+    adam_update_pass<true>(param, exp_avg, exp_avg_sq, grad, n, s);
 }
 
 // The same update written op by op as torch.optim's _single_tensor_adam / _single_tensor_adamw,
@@ -177,10 +195,11 @@ AdamWOptions checked(const AdamWOptions& o) {
 }
 
 // One step of Adam or AdamW over every parameter that has a gradient; grad_of(i) gives
-// parameter i's gradient data or null. One parallel pass over all parameters' elements.
+// parameter i's gradient data or null; zero_grad zeroes each gradient after reading it. One
+// parallel pass over all parameters' elements.
 template <class GradOf>
 void adam_step(const NamedTensors& params, std::vector<Tensor>& exp_avg, std::vector<Tensor>& exp_avg_sq,
-               GradOf grad_of, const detail::AdamScalars& s) {
+               GradOf grad_of, const detail::AdamScalars& s, bool zero_grad) {
     for (size_t i = 0; i < params.size(); ++i) {
         if (grad_of(i) != nullptr && !exp_avg[i].defined()) {
             exp_avg[i] = zeros(params[i].second.shape());
@@ -188,10 +207,13 @@ void adam_step(const NamedTensors& params, std::vector<Tensor>& exp_avg, std::ve
         }
     }
     detail::for_each_parameter_range(params, [&](size_t i, int64_t b, int64_t e) {
-        const float* grad = grad_of(i);
+        float* grad = grad_of(i);
         if (grad == nullptr) return;
-        detail::adam_update(params[i].second.data() + b, exp_avg[i].data() + b, exp_avg_sq[i].data() + b, grad + b,
-                            e - b, s);
+        float* p = params[i].second.data() + b;
+        float* m = exp_avg[i].data() + b;
+        float* v = exp_avg_sq[i].data() + b;
+        zero_grad ? detail::adam_update_and_zero_grad(p, m, v, grad + b, e - b, s)
+                  : detail::adam_update(p, m, v, grad + b, e - b, s);
     });
 }
 
@@ -209,10 +231,14 @@ Adam::Adam(const std::vector<Tensor>& params, AdamOptions options) : Optimizer(p
     exp_avg_sq_ = add_state("exp_avg_sq");
 }
 
-void Adam::step() {
+void Adam::step() { update(false); }
+
+void Adam::step_and_zero_grad() { update(true); }
+
+void Adam::update(bool zero_grad) {
     const int64_t t = advance_step();
     const auto s = detail::adam_scalars(lr(), options_.betas, options_.eps, options_.weight_decay, 0.0, t);
-    adam_step(params(), state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); }, s);
+    adam_step(params(), state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); }, s, zero_grad);
 }
 
 AdamW::AdamW(NamedTensors params, AdamWOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
@@ -228,10 +254,14 @@ AdamW::AdamW(const std::vector<Tensor>& params, AdamWOptions options)
     exp_avg_sq_ = add_state("exp_avg_sq");
 }
 
-void AdamW::step() {
+void AdamW::step() { update(false); }
+
+void AdamW::step_and_zero_grad() { update(true); }
+
+void AdamW::update(bool zero_grad) {
     const int64_t t = advance_step();
     const auto s = detail::adam_scalars(lr(), options_.betas, options_.eps, 0.0, options_.weight_decay, t);
-    adam_step(params(), state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); }, s);
+    adam_step(params(), state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); }, s, zero_grad);
 }
 
 }  // namespace normnet

@@ -57,6 +57,11 @@ void Optimizer::zero_grad(bool set_to_none) {
     }
 }
 
+void Optimizer::step_and_zero_grad() {
+    step();
+    zero_grad(/*set_to_none=*/false);
+}
+
 void Optimizer::set_lr(double lr) {
     // if/fail rather than check(): schedules call this every batch and name() makes a string.
     if (!(std::isfinite(lr) && lr >= 0.0)) fail(name(), ": invalid learning rate (lr) ", lr, ": it must be finite and >= 0");
@@ -68,7 +73,7 @@ int Optimizer::add_state(const std::string& prefix) {
     return static_cast<int>(states_.size() - 1);
 }
 
-const float* Optimizer::grad_data(size_t i) const {
+float* Optimizer::grad_data(size_t i) const {
     const Tensor& p = params_[i].second;
     const auto& grad = p.impl().grad;
     if (!grad) return nullptr;
