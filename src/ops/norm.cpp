@@ -1,6 +1,6 @@
 // Normalisations with their backwards: layer_norm, batch_norm, rms_norm. Each forward saves the
-// per-group mean and rstd = 1 / sqrt(var + eps); each backward is one fused pass per group
-// computing the input, weight and bias gradients together. Statistics accumulate in double
+// per-group mean and rstd = 1 / sqrt(var + eps); each backward works group by group, computing
+// the input, weight and bias gradients of a group while it is in cache. Statistics accumulate in double
 // over two passes (never E[x^2] - E[x]^2), so inputs with a large common offset stay exact.
 // Row reductions are vectorised with `omp simd` (-fopenmp-simd: no OpenMP runtime): the lanes'
 // partial sums change the summation order, never the thread-count independence.
@@ -63,15 +63,27 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
         }
         dnorm_mean /= static_cast<float>(H);
         dnorm_norm_mean /= static_cast<float>(H);
-        float* dx = dinp ? dinp + n * H : nullptr;
-        for (int64_t i = 0; i < H; ++i) {
-            const float xhat = (x[i] - m) * s;
-            if (dbias) dbias[i] += dy[i];
-            if (dweight) dweight[i] += dy[i] * xhat;
-            if (dx) {
-                const float dnorm = weight ? dy[i] * weight[i] : dy[i];
-                const float g = (dnorm - dnorm_mean - xhat * dnorm_norm_mean) * s;
-                dx[i] = overwrite_dinp ? g : dx[i] + g;
+        // One loop per output, each without branches, so that each vectorises (a single loop
+        // with the null checks inside stayed scalar: 4% of a batch-128 epoch in perf).
+        if (dbias) {
+            for (int64_t i = 0; i < H; ++i) dbias[i] += dy[i];
+        }
+        if (dweight) {
+            for (int64_t i = 0; i < H; ++i) dweight[i] += dy[i] * ((x[i] - m) * s);
+        }
+        if (dinp) {
+            float* dx = dinp + n * H;
+            const auto dx_at = [=](int64_t i, float dnorm) {
+                return (dnorm - dnorm_mean - ((x[i] - m) * s) * dnorm_norm_mean) * s;
+            };
+            if (weight && overwrite_dinp) {
+                for (int64_t i = 0; i < H; ++i) dx[i] = dx_at(i, dy[i] * weight[i]);
+            } else if (weight) {
+                for (int64_t i = 0; i < H; ++i) dx[i] += dx_at(i, dy[i] * weight[i]);
+            } else if (overwrite_dinp) {
+                for (int64_t i = 0; i < H; ++i) dx[i] = dx_at(i, dy[i]);
+            } else {
+                for (int64_t i = 0; i < H; ++i) dx[i] += dx_at(i, dy[i]);
             }
         }
     }
@@ -106,11 +118,17 @@ void rms_norm_backward(float* dinp, float* dweight, const float* dout, const flo
 #pragma omp simd reduction(+ : dnorm_norm_mean)
         for (int64_t i = 0; i < H; ++i) dnorm_norm_mean += (weight ? dy[i] * weight[i] : dy[i]) * x[i] * s;
         dnorm_norm_mean /= static_cast<float>(H);
-        float* dx = dinp ? dinp + n * H : nullptr;
-        for (int64_t i = 0; i < H; ++i) {
-            const float xhat = x[i] * s;
-            if (dweight) dweight[i] += dy[i] * xhat;
-            if (dx) dx[i] += ((weight ? dy[i] * weight[i] : dy[i]) - xhat * dnorm_norm_mean) * s;
+        // Branch-free loops, one per output, so each vectorises (as in layer_norm_backward).
+        if (dweight) {
+            for (int64_t i = 0; i < H; ++i) dweight[i] += dy[i] * (x[i] * s);
+        }
+        if (dinp) {
+            float* dx = dinp + n * H;
+            if (weight) {
+                for (int64_t i = 0; i < H; ++i) dx[i] += (dy[i] * weight[i] - (x[i] * s) * dnorm_norm_mean) * s;
+            } else {
+                for (int64_t i = 0; i < H; ++i) dx[i] += (dy[i] - (x[i] * s) * dnorm_norm_mean) * s;
+            }
         }
     }
 }
