@@ -66,7 +66,7 @@ public:
     void zero_grad(bool set_to_none = true);
     /// step() then zero_grad(/*set_to_none=*/false), with the same result. Adam and AdamW zero each
     /// gradient in the pass that reads it; the next backward then adds into the kept buffers instead
-    /// of having OpenBLAS zero-fill fresh ones (6% of a batch-32 epoch of the seed MLP). A training
+    /// of having OpenBLAS zero-fill fresh ones (about 5% of a batch-32 epoch of the seed MLP). A training
     /// loop calls zero_grad() once before its first step and this instead of step().
     virtual void step_and_zero_grad();
 
