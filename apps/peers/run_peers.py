@@ -119,7 +119,7 @@ class Runner:
     def command(self, impl, batch, threads, epochs):
         a = self.args
         if impl == "normnet":
-            return [str(self.normnet), "bench", "--batch-sizes", str(batch), "--norms", a.norm,
+            return [str(self.normnet), "bench", "--data", a.data, "--batch-sizes", str(batch), "--norms", a.norm,
                     "--epochs", str(epochs), "--threads", str(threads), "--json"]
         t, _, b = threads.partition(":")
         common = ["--data", a.data, "--batch-size", str(batch), "--norm", a.norm, "--epochs", str(epochs),
