@@ -50,6 +50,16 @@ std::pair<int, std::size_t> buffer_class(std::size_t bytes) {
     return {1 + (k - 6) * 4 + static_cast<int>(steps) - 1, (std::size_t{1} << k) + steps * quarter};
 }
 
+// Cuts a slab of kSlabBlocks blocks of `block` bytes into blocks pushed onto the free list `head`.
+void push_slab(FreeBlock*& head, void* slab, std::size_t block) {
+    auto* bytes = static_cast<char*>(slab);
+    for (std::size_t i = 0; i < kSlabBlocks; ++i) {
+        auto* b = reinterpret_cast<FreeBlock*>(bytes + i * block);
+        b->next = head;
+        head = b;
+    }
+}
+
 // The largest buffer class served from slabs.
 const std::size_t kLastSlabClass = static_cast<std::size_t>(buffer_class(kSlabBufferMax).first);
 
@@ -64,12 +74,7 @@ void* pool_allocate(std::size_t bytes) {
         if (l.small[c] == nullptr) {
             // Refill with a slab of blocks: fewer heap calls, and room for the objects a later
             // step keeps alive (e.g. an optimizer's state, created during the first step).
-            auto* slab = static_cast<char*>(::operator new(c * kSmallGranule * kSlabBlocks));
-            for (std::size_t i = 0; i < kSlabBlocks; ++i) {
-                auto* b = reinterpret_cast<FreeBlock*>(slab + i * c * kSmallGranule);
-                b->next = l.small[c];
-                l.small[c] = b;
-            }
+            push_slab(l.small[c], ::operator new(c * kSmallGranule * kSlabBlocks), c * kSmallGranule);
         }
         FreeBlock* b = l.small[c];
         l.small[c] = b->next;
@@ -103,12 +108,7 @@ float* buffer_allocate(int64_t numel) {
     FreeBlock*& head = l.buffers[static_cast<std::size_t>(c)];
     if (head == nullptr && rounded <= kSlabBufferMax) {
         // Small buffers (per-row statistics, biases, scalars) come in slabs, as small objects do.
-        auto* slab = static_cast<char*>(::operator new(rounded * kSlabBlocks, std::align_val_t(kBufferAlign)));
-        for (std::size_t i = 0; i < kSlabBlocks; ++i) {
-            auto* b = reinterpret_cast<FreeBlock*>(slab + i * rounded);
-            b->next = head;
-            head = b;
-        }
+        push_slab(head, ::operator new(rounded * kSlabBlocks, std::align_val_t(kBufferAlign)), rounded);
     }
     if (FreeBlock* b = head) {
         head = b->next;

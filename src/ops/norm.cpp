@@ -264,12 +264,15 @@ namespace {
 
 float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
-// Rows per chunk below which a row loop of width H is not split between threads: about 16k
-// values, so a chunk outweighs the cost of handing it to another thread.
-// Channels per chunk for batch_norm, whose kernels split the channels between threads.
-int64_t channel_grain(int64_t per_channel) { return std::max<int64_t>(8, (int64_t{1} << 14) / std::max<int64_t>(per_channel, 1)); }
-
-int64_t row_grain(int64_t H) { return std::max<int64_t>(16, (int64_t{1} << 14) / std::max<int64_t>(H, 1)); }
+// Items (rows, channels) per chunk of a parallel loop: about 16k values, so a chunk outweighs
+// the cost of handing it to another thread, and at least `minimum` items.
+int64_t grain(int64_t values_per_item, int64_t minimum) {
+    return std::max<int64_t>(minimum, (int64_t{1} << 14) / std::max<int64_t>(values_per_item, 1));
+}
+// Rows of width H, for the row-wise layer_norm and rms_norm.
+int64_t row_grain(int64_t H) { return grain(H, 16); }
+// Channels of per_channel values each, for batch_norm, whose kernels split the channels.
+int64_t channel_grain(int64_t per_channel) { return grain(per_channel, 8); }
 
 // Runs a per-row backward kernel over row chunks in parallel. Each chunk adds its dweight and
 // dbias contributions into its own zeroed slot of `partials` ([chunks, 2, H]), summed at the end,
@@ -287,12 +290,13 @@ void parallel_rows_with_sums(int64_t N, int64_t H, const Tensor& dweight, const 
         float* slot = sums ? partials.data() + chunk * 2 * H : nullptr;
         kernel(dweight.defined() ? slot : nullptr, dbias.defined() ? slot + H : nullptr, b, e - b);
     });
-    if (!sums) return;
-    for (int c = 0; c < threads; ++c) {
+    for (int c = 0; sums && c < threads; ++c) {
         const float* slot = partials.data() + c * 2 * H;
-        for (int64_t i = 0; i < H; ++i) {
-            if (dweight.defined()) dweight.data()[i] += slot[i];
-            if (dbias.defined()) dbias.data()[i] += slot[H + i];
+        if (float* dw = data_or_null(dweight)) {
+            for (int64_t i = 0; i < H; ++i) dw[i] += slot[i];
+        }
+        if (float* db = data_or_null(dbias)) {
+            for (int64_t i = 0; i < H; ++i) db[i] += slot[H + i];
         }
     }
 }

@@ -6,10 +6,13 @@
 
 namespace normnet::detail {
 
-// a * b + c rounded once where the CPU has fma (as torch's kernels are built), else twice.
-inline float madd(float a, float b, float c) {
+// a * b + c rounded once where the CPU has fma (as torch's kernels are built), else twice. T is
+// float or a std::experimental::simd of floats (whose fma is found by argument-dependent lookup).
+template <class T>
+inline T madd(T a, T b, T c) {
 #ifdef __FMA__
-    return std::fma(a, b, c);
+    using std::fma;
+    return fma(a, b, c);
 #else
     return a * b + c;
 #endif
