@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "normnet/normnet.hpp"
+#include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
@@ -68,19 +69,13 @@ std::string raw_bytes(const std::vector<T>& values) {
     return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
 
-// Bit-for-bit equality (so -0.0 and NaN payloads count too).
-bool same_bits(const Tensor& a, const Tensor& b) {
-    if (!(a.shape() == b.shape())) return false;
-    const auto x = a.to_vector(), y = b.to_vector();
-    return x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
 
 void require_same_state(const NamedTensors& actual, const NamedTensors& expected) {
     REQUIRE(actual.size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
         INFO("tensor " << expected[i].first);
         CHECK(actual[i].first == expected[i].first);
-        CHECK(same_bits(actual[i].second, expected[i].second));
+        CHECK(normnet::test::bit_equal(actual[i].second, expected[i].second));
     }
 }
 
@@ -139,7 +134,7 @@ TEST_CASE("checkpoint: a BatchNorm model's state_dict round-trips bit for bit", 
 
     // Loading into a fresh model with other initial weights makes it identical.
     const auto other = batchnorm_model(99);
-    REQUIRE_FALSE(same_bits(other->state_dict()[0].second, state[0].second));
+    REQUIRE_FALSE(normnet::test::bit_equal(other->state_dict()[0].second, state[0].second));
     other->load_state_dict(loaded.tensors);
     require_same_state(other->state_dict(), state);
 }
@@ -368,7 +363,7 @@ TEST_CASE("checkpoint: module save() and load() helpers, and load_state_dict's k
     normnet::load(*other, path);
     require_same_state(other->state_dict(), model->state_dict());
     const Tensor x = normnet::randn({4, 5});
-    CHECK(same_bits(other->forward(x), model->forward(x)));
+    CHECK(normnet::test::bit_equal(other->forward(x), model->forward(x)));
 
     NamedTensors state = model->state_dict();
     SECTION("a missing key") {

@@ -14,6 +14,7 @@
 #include "normnet/data.hpp"
 #include "normnet/error.hpp"
 #include "normnet/threads.hpp"
+#include "test_helpers.hpp"
 
 using Catch::Contains;
 using normnet::Batch;
@@ -61,11 +62,6 @@ bool is_permutation_of_all(std::vector<int64_t> order, int64_t n) {
     return order == identity(n);
 }
 
-// Restores the thread count a test changed.
-struct ThreadsGuard {
-    int saved = normnet::get_num_threads();
-    ~ThreadsGuard() { normnet::set_num_threads(saved); }
-};
 
 }  // namespace
 
@@ -89,7 +85,7 @@ TEST_CASE("data loader: the same seed gives the same order, other seeds and epoc
 }
 
 TEST_CASE("data loader: the order does not depend on the thread count", "[data]") {
-    ThreadsGuard guard;
+    normnet::test::ThreadsGuard guard;
     const auto data = synthetic(200);
     const DataLoaderOptions o{.batch_size = 32, .shuffle = true, .seed = 7};
     normnet::set_num_threads(1);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,6 +48,19 @@ inline std::vector<int64_t> to_indices(const Tensor& t) {
     for (float v : t.to_vector()) out.push_back(static_cast<int64_t>(v));
     return out;
 }
+
+/// Bit-for-bit equality of shape and data (so -0.0 and NaN payloads count too).
+inline bool bit_equal(const Tensor& a, const Tensor& b) {
+    if (!(a.shape() == b.shape())) return false;
+    const auto x = a.to_vector(), y = b.to_vector();
+    return x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+/// Restores the thread count a test changes, also when a failed REQUIRE leaves the test early.
+struct ThreadsGuard {
+    int saved = get_num_threads();
+    ~ThreadsGuard() { set_num_threads(saved); }
+};
 
 /// A contiguous copy that requires grad: a fresh leaf for gradient tests.
 inline Tensor leaf(const Tensor& t) { return t.detach().clone().requires_grad_(); }

@@ -10,6 +10,7 @@
 #include "test_helpers.hpp"
 
 using namespace normnet;
+using test::bit_equal;
 
 namespace {
 
@@ -33,10 +34,6 @@ void require_near(const Tensor& actual, const Tensor& expected, const std::strin
     REQUIRE(violation(actual, expected, rtol, atol) == 0.0);
 }
 
-bool bit_equal(const Tensor& a, const Tensor& b) {
-    const auto x = a.to_vector(), y = b.to_vector();
-    return a.shape() == b.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
 
 // Builds the optimizer a golden case describes in its "hparams" metadata (PyTorch's param group).
 std::unique_ptr<Optimizer> optimizer_from_hparams(const nlohmann::json& hp, const std::vector<Tensor>& params) {

@@ -22,6 +22,7 @@
 
 #include "normnet/normnet.hpp"
 #include "cli_helpers.hpp"
+#include "test_helpers.hpp"
 #include "trainer.hpp"
 
 namespace fs = std::filesystem;
@@ -69,8 +70,7 @@ void require_same_tensors(const std::string& a, const std::string& b) {
         INFO(a << " vs " << b << ": tensor " << x.tensors[i].first);
         REQUIRE(x.tensors[i].first == y.tensors[i].first);
         REQUIRE(x.tensors[i].second.shape() == y.tensors[i].second.shape());
-        const auto u = x.tensors[i].second.to_vector(), v = y.tensors[i].second.to_vector();
-        CHECK(std::memcmp(u.data(), v.data(), u.size() * sizeof(float)) == 0);
+        CHECK(bit_equal(x.tensors[i].second, y.tensors[i].second));
     }
 }
 
@@ -438,7 +438,7 @@ TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 8
     config.data_dir = mnist_dir();
     config.epochs = 5;
     config.threads = 2;
-    const int saved_threads = normnet::get_num_threads();
+    ThreadsGuard threads_guard;
     normnet::set_num_threads(config.threads);
     const auto train = std::make_shared<normnet::Dataset>(normnet::take(normnet::load_mnist_split(mnist_dir(), "train"), 2000));
     const auto test = std::make_shared<normnet::Dataset>(normnet::take(normnet::load_mnist_split(mnist_dir(), "test"), 2000));
@@ -453,7 +453,6 @@ TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 8
         CHECK(last.train_loss < previous_loss);  // training makes progress every epoch
         previous_loss = last.train_loss;
     }
-    normnet::set_num_threads(saved_threads);
     INFO("test accuracy after 5 epochs: " << 100.0 * last.test_acc << "%");
     CHECK(last.test_acc >= 0.85);
     const auto e = trainer.evaluate(*test);
