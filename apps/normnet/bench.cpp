@@ -121,10 +121,9 @@ void run_bench(BenchArgs& a) {
         check(a.warmup >= 0, "--warmup: must be non-negative, got ", a.warmup);
         a.base.validate();
     });
-    if (a.base.threads == 0) a.base.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
-    const auto train = load_split(a.base, "train");
-    const auto test = load_split(a.base, "test");
+    const auto train = load_split(a.base, "train");  // bench only trains: no test split to read
     if (!a.json) {
         std::printf("normnet bench: %s, Adam lr %g, %lld training images, %d threads, %d warm-up + %d timed epochs per row\n",
                     a.base.model.str().c_str(), a.base.lr, static_cast<long long>(train->size()), a.base.threads, a.warmup,
@@ -134,13 +133,13 @@ void run_bench(BenchArgs& a) {
         std::fflush(stdout);
     }
     for (int64_t batch : batches) {
+        GemmFloor floor(a.base.model, batch);  // the products do not depend on the normalisation
         for (const auto& norm : norms) {
             RunConfig c = a.base;
             c.model.norm = norm;
             c.batch_size = batch;
             c.epochs = a.warmup + a.repeats;
-            Trainer trainer(c, train, test);
-            GemmFloor floor(c.model, batch);
+            Trainer trainer(c, train, train);
             BenchResult r;
             r.norm = norm;
             r.batch = batch;

@@ -9,7 +9,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "commands.hpp"
 #include "progress.hpp"
@@ -40,13 +39,21 @@ struct RunResult {
     uint64_t seed = 0;
     double lr = 0;
     std::vector<EpochMetrics> curve;
-    double best_test_acc = 0;
-    double seconds_per_epoch = 0;
     double train_mode_acc = 0, eval_mode_acc = 0, logit_mad = 0;  // train/eval discrepancy
     double single_sample_acc = 0, full_batch_acc = 0;
     int64_t single_sample_mismatches = 0;  // predictions that differ between batch 1 and full batch
     bool consistent() const { return single_sample_acc == full_batch_acc; }
     const EpochMetrics& last() const { return curve.back(); }
+    double best_test_acc() const {
+        double best = 0;
+        for (const EpochMetrics& m : curve) best = std::max(best, m.test_acc);
+        return best;
+    }
+    double seconds_per_epoch() const {
+        double total = 0;
+        for (const EpochMetrics& m : curve) total += m.seconds;
+        return total / static_cast<double>(curve.size());
+    }
 };
 
 std::string norm_label(const std::string& norm) {
@@ -92,8 +99,9 @@ double accuracy_of(const Tensor& logits, const Dataset& data) {
 
 // Train-mode vs eval-mode outputs on the same training images, and eval-mode batch-of-one vs
 // full-batch predictions on the test set.
-void measure_discrepancy(Sequential& model, RunResult& r, const std::shared_ptr<const Dataset>& train_subset,
+void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<const Dataset>& train_subset,
                          const std::shared_ptr<const Dataset>& test) {
+    Sequential& model = trainer.model();
     std::vector<Tensor> saved;
     for (const Tensor& b : model.buffers()) saved.push_back(b.clone());
     model.train();
@@ -110,16 +118,11 @@ void measure_discrepancy(Sequential& model, RunResult& r, const std::shared_ptr<
     for (int64_t i = 0; i < train_logits.numel(); ++i) mad += std::abs(static_cast<double>(a[i]) - b[i]);
     r.logit_mad = mad / static_cast<double>(train_logits.numel());
 
-    const Tensor full = logits_of(model, test, 1000);
-    const Tensor single = logits_of(model, test, 1);
-    r.full_batch_acc = accuracy_of(full, *test);
-    r.single_sample_acc = accuracy_of(single, *test);
-    const int64_t C = full.size(1);
-    for (int64_t n = 0; n < test->size(); ++n) {
-        const float* fr = full.data() + n * C;
-        const float* sr = single.data() + n * C;
-        r.single_sample_mismatches += (std::max_element(fr, fr + C) - fr) != (std::max_element(sr, sr + C) - sr);
-    }
+    const Evaluation full = trainer.evaluate(*test);
+    const Evaluation single = trainer.evaluate(*test, 1);
+    r.full_batch_acc = full.accuracy;
+    r.single_sample_acc = single.accuracy;
+    for (size_t n = 0; n < full.predictions.size(); ++n) r.single_sample_mismatches += full.predictions[n] != single.predictions[n];
 }
 
 struct Summary {
@@ -163,7 +166,7 @@ std::string results_csv(const std::vector<RunResult>& runs) {
         char row[512];
         std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s\n",
                       r.norm.c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
-                      r.curve.size(), r.last().test_acc, r.best_test_acc, r.last().test_loss, r.seconds_per_epoch,
+                      r.curve.size(), r.last().test_acc, r.best_test_acc(), r.last().test_loss, r.seconds_per_epoch(),
                       r.train_mode_acc, r.eval_mode_acc, r.logit_mad, r.single_sample_acc, r.full_batch_acc,
                       static_cast<long long>(r.single_sample_mismatches), r.consistent() ? "true" : "false");
         csv += row;
@@ -224,7 +227,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     md += accuracy_table(runs, norms, batches, seeds) + "\n";
     md += "## Best test accuracy over epochs (%)\n\n";
     md += grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
-        return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.best_test_acc; }), seeds);
+        return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.best_test_acc(); }), seeds);
     }) + "\n";
     md += "## Train/eval discrepancy\n\n";
     md += "The first " + std::to_string(a.discrepancy_images) +
@@ -251,7 +254,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     }
     md += "\n## Seconds per training epoch\n\n";
     md += grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
-        const auto s = summarize(rs, n, b, [](const RunResult& r) { return r.seconds_per_epoch; });
+        const auto s = summarize(rs, n, b, [](const RunResult& r) { return r.seconds_per_epoch(); });
         return s.n ? fmt("%.2f", s.mean) : std::string();
     }) + "\n";
     md += "Total wall time " + format_duration(total_seconds) + " on " + std::to_string(a.base.threads) + " threads.\n\n";
@@ -327,7 +330,7 @@ void run_compare(CompareArgs& a) {
         check(a.discrepancy_images > 0, "--discrepancy-images: must be positive, got ", a.discrepancy_images);
         a.base.validate();
     });
-    if (a.base.threads == 0) a.base.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
     const auto train = load_split(a.base, "train");
     const auto test = load_split(a.base, "test");
@@ -362,18 +365,16 @@ void run_compare(CompareArgs& a) {
                 r.lr = c.lr;
                 for (int64_t e = 0; e < c.epochs; ++e) {
                     r.curve.push_back(trainer.run_epoch());
-                    r.best_test_acc = std::max(r.best_test_acc, r.curve.back().test_acc);
-                    r.seconds_per_epoch += r.curve.back().seconds / static_cast<double>(c.epochs);
                     bar.update(++epochs_done, norm_label(norm) + " batch " + std::to_string(batch));
                 }
-                measure_discrepancy(trainer.model(), r, train_subset, test);
+                measure_discrepancy(trainer, r, train_subset, test);
                 runs.push_back(r);
                 if (!tty) {
                     std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
                                 norm_label(norm).c_str(), static_cast<long long>(batch),
-                                static_cast<unsigned long long>(c.seed), 100 * r.last().test_acc, 100 * r.best_test_acc,
-                                r.logit_mad, r.consistent() ? "ok" : "FAIL", r.seconds_per_epoch);
+                                static_cast<unsigned long long>(c.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
+                                r.logit_mad, r.consistent() ? "ok" : "FAIL", r.seconds_per_epoch());
                     std::fflush(stdout);
                 }
             }

@@ -1,7 +1,6 @@
 // `normnet eval`: rebuilds the model from a checkpoint's metadata alone, and prints its test
 // loss, accuracy and confusion matrix.
 #include <cstdio>
-#include <thread>
 
 #include "commands.hpp"
 #include "svg_chart.hpp"
@@ -40,7 +39,8 @@ void run_eval(const EvalArgs& args) {
         config.data_dir.clear();
     }
     if (!args.data_dir.empty()) config.data_dir = args.data_dir;
-    config.threads = args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    config.threads = args.threads;
+    config.threads = config.resolved_threads();
     set_num_threads(config.threads);
     const auto data = load_split(config, args.split);
     Trainer trainer(config, data, data);

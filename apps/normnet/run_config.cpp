@@ -90,6 +90,10 @@ std::string RunConfig::resolved_data_dir() const {
     return dataset == "fashion-mnist" ? "/usr/share/datasets/fashion-mnist" : "data/mnist";
 }
 
+int RunConfig::resolved_threads() const {
+    return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split) {
     const std::string dir = config.resolved_data_dir();
     if (!std::filesystem::is_directory(dir)) {

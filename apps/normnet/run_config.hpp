@@ -39,6 +39,8 @@ struct RunConfig {
     void validate() const;
     /// The data folder actually used.
     std::string resolved_data_dir() const;
+    /// The thread count actually used: `threads`, or the number of cores when it is 0.
+    int resolved_threads() const;
 };
 
 /// Loads a split of the configured dataset; errors name the folder and how to get the data.

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "commands.hpp"
 #include "progress.hpp"
@@ -88,7 +87,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
         resumed_from = args.resume;
         as_usage_error([&] { config.validate(); });
     }
-    if (config.threads == 0) config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    config.threads = config.resolved_threads();
     set_num_threads(config.threads);
 
     // Everything that can fail on bad input happens before the run folder exists.
