@@ -199,10 +199,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--hidden", a->hidden, "Hidden layer sizes")->capture_default_str();
     cmd->add_option("--warmup", a->warmup, "Untimed epochs before timing")->capture_default_str();
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
-    cmd->add_option("--dataset", c.dataset, "mnist or fashion-mnist")->check(CLI::IsMember({"mnist", "fashion-mnist"}))->capture_default_str();
-    cmd->add_option("--data", c.data_dir, "Dataset folder");
-    cmd->add_option("--limit", c.limit, "Use only the first N training images (0: all)");
-    cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(kThreadsRange);
+    add_data_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
     cmd->callback([a] { run_bench(*a); });
 }

@@ -33,6 +33,13 @@ void as_usage_error(F&& f) {
     }
 }
 
+struct RunConfig;
+/// --dataset, --data, --limit and --threads into c.
+void add_data_options(CLI::App& cmd, RunConfig& c);
+/// --optimizer, --momentum, --weight-decay, --schedule, --warmup and --clip into c (not --lr,
+/// whose meaning differs between train and compare).
+void add_optimizer_options(CLI::App& cmd, RunConfig& c);
+
 void add_demo_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

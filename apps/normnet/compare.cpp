@@ -408,22 +408,14 @@ void add_compare_command(CLI::App& app) {
     cmd->add_option("--epochs", c.epochs, "Epochs per run")->capture_default_str();
     cmd->add_option("--hidden", a->hidden, "Hidden layer sizes, comma-separated")->capture_default_str();
     cmd->add_option("--seeds", a->seeds, "Repeats with seeds seed, seed+1, ... (reported as mean ± std)")->capture_default_str();
-    cmd->add_option("--optimizer", c.optimizer, "sgd, adam or adamw")->check(CLI::IsMember({"sgd", "adam", "adamw"}))->capture_default_str();
     cmd->add_option("--lr", c.lr, "Learning rate at the reference batch size")->capture_default_str();
     cmd->add_option("--lr-scaling", a->lr_scaling, "Scale the lr with batch/reference: none, linear or sqrt")
         ->check(CLI::IsMember({"none", "linear", "sqrt"}))->capture_default_str();
     cmd->add_option("--reference-batch", a->reference_batch, "Batch size at which --lr applies unscaled")->check(kSizeRange)->capture_default_str();
-    cmd->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
-    cmd->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str();
-    cmd->add_option("--schedule", c.schedule, "constant, step or cosine")->check(CLI::IsMember({"constant", "step", "cosine"}))->capture_default_str();
-    cmd->add_option("--warmup", c.warmup, "Linear warm-up, in batches")->capture_default_str();
-    cmd->add_option("--clip", c.clip, "Gradient-norm clipping (0: off)")->capture_default_str();
+    add_optimizer_options(*cmd, c);
     cmd->add_option("--seed", c.seed, "First seed")->capture_default_str();
-    cmd->add_option("--dataset", c.dataset, "mnist or fashion-mnist")->check(CLI::IsMember({"mnist", "fashion-mnist"}))->capture_default_str();
-    cmd->add_option("--data", c.data_dir, "Dataset folder");
-    cmd->add_option("--limit", c.limit, "Use only the first N training and test images (0: all)");
+    add_data_options(*cmd, c);
     cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images used for the train/eval discrepancy")->capture_default_str();
-    cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(kThreadsRange);
     cmd->add_option("--out", a->out, "Output folder (default: compare)");
     cmd->callback([a, cmd] {
         a->command_line = "normnet compare";

@@ -158,26 +158,16 @@ void add_train_command(CLI::App& app) {
     auto args = std::make_shared<TrainArgs>();
     RunConfig& c = args->config;
     CLI::App* cmd = app.add_subcommand("train", "Train an MLP (default: the seed 784-300-100-10 with LayerNorm) on MNIST");
-    cmd->add_option("--dataset", c.dataset, "mnist or fashion-mnist")->check(CLI::IsMember({"mnist", "fashion-mnist"}))->capture_default_str();
-    cmd->add_option("--data", c.data_dir, "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)");
+    add_data_options(*cmd, c);
     cmd->add_option("--hidden", args->hidden, "Hidden layer sizes, comma-separated")->capture_default_str();
     cmd->add_option("--norm", c.model.norm, "Normalisation after each hidden ReLU: layer, batch, rms or none")
         ->check(CLI::IsMember(kNorms))->capture_default_str();
     cmd->add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str();
     cmd->add_option("--batch-size", c.batch_size, "Images per batch")->capture_default_str();
-    cmd->add_option("--optimizer", c.optimizer, "sgd, adam or adamw")->check(CLI::IsMember({"sgd", "adam", "adamw"}))->capture_default_str();
     cmd->add_option("--lr", c.lr, "Peak learning rate")->capture_default_str();
-    cmd->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
-    cmd->add_option("--weight-decay", c.weight_decay, "Weight decay (decoupled for adamw, L2 otherwise)")->capture_default_str();
-    cmd->add_option("--schedule", c.schedule, "Learning-rate schedule per batch: constant, step or cosine")
-        ->check(CLI::IsMember({"constant", "step", "cosine"}))->capture_default_str();
-    cmd->add_option("--warmup", c.warmup, "Linear warm-up, in batches")->capture_default_str();
-    cmd->add_option("--clip", c.clip, "Clip the gradient norm to this value (0: off)")->capture_default_str();
+    add_optimizer_options(*cmd, c);
     cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
     cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
-    cmd->add_option("--threads", c.threads, "Threads (default: the number of cores)")
-        ->check(kThreadsRange);
-    cmd->add_option("--limit", c.limit, "Use only the first N training and test images (0: all), for quick runs");
     cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
     cmd->add_option("--resume", args->resume, "Continue from a model.safetensors written by normnet train");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");
