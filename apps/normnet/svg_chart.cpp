@@ -235,8 +235,9 @@ void text(Svg& svg, double x, double y, std::string_view anchor, std::string_vie
         << ">" << escape_xml(content) << "</text>\n";
 }
 
-void line(Svg& svg, double x1, double y1, double x2, double y2) {
-    svg << "<line x1=\"" << x1 << "\" y1=\"" << y1 << "\" x2=\"" << x2 << "\" y2=\"" << y2 << "\"/>\n";
+void line(Svg& svg, double x1, double y1, double x2, double y2, std::string_view extra = "") {
+    svg << "<line x1=\"" << x1 << "\" y1=\"" << y1 << "\" x2=\"" << x2 << "\" y2=\"" << y2 << "\"" << extra
+        << "/>\n";
 }
 
 // Keeps a label only if it does not run into the previous kept one (log axes with close x values).
@@ -289,8 +290,6 @@ void draw_marker(Svg& svg, Shape shape, double cx, double cy) {
     }
 }
 
-// `dodge` shifts the whole series sideways by a few pixels so that error bars of different series
-// at the same x do not sit on top of each other.
 // The stroke-dasharray attribute of a Series::dash pattern ("" for solid lines).
 std::string dash_attribute(int dash) {
     switch (dash) {
@@ -301,6 +300,11 @@ std::string dash_attribute(int dash) {
     }
 }
 
+// The palette index (colour and marker) of series i.
+size_t style_index(const Series& s, size_t i) { return s.colour >= 0 ? static_cast<size_t>(s.colour) : i; }
+
+// `dodge` shifts the whole series sideways by a few pixels so that error bars of different series
+// at the same x do not sit on top of each other.
 void draw_series(Svg& svg, const std::vector<std::vector<Point>>& runs, size_t index, int dash, double dodge,
                  const Axis& x, const Axis& y) {
     const char* colour = kPalette[index % kPalette.size()];
@@ -341,8 +345,7 @@ void draw_all_series(Svg& svg, const std::vector<Series>& series,
     svg << "<g clip-path=\"url(#plot-area)\">\n";
     for (size_t i = 0; i < runs.size(); ++i) {
         const double dodge = any_error_bars ? spacing * (static_cast<double>(i) - (n - 1) / 2) : 0.0;
-        const size_t style = series[i].colour >= 0 ? static_cast<size_t>(series[i].colour) : i;
-        draw_series(svg, runs[i], style, series[i].dash, dodge, x, y);
+        draw_series(svg, runs[i], style_index(series[i], i), series[i].dash, dodge, x, y);
     }
     svg << "</g>\n";
 }
@@ -367,12 +370,11 @@ void draw_legend(Svg& svg, const std::vector<Series>& series, double left, doubl
     double cy = top + kLegendPad + 7;
     for (size_t i = 0; i < series.size(); ++i) {
         if (series[i].label.empty()) continue;
-        const size_t style = series[i].colour >= 0 ? static_cast<size_t>(series[i].colour) : i;
+        const size_t style = style_index(series[i], i);
         const char* colour = kPalette[style % kPalette.size()];
         const double x0 = left + kLegendPad, x1 = x0 + kLegendSample;
         svg << "<g stroke=\"" << colour << "\" fill=\"" << colour << "\" stroke-width=\"2\">\n";
-        svg << "<line x1=\"" << x0 << "\" y1=\"" << cy << "\" x2=\"" << x1 << "\" y2=\"" << cy << "\""
-            << dash_attribute(series[i].dash) << "/>\n";
+        line(svg, x0, cy, x1, cy, dash_attribute(series[i].dash));
         svg << "<g stroke=\"#ffffff\" stroke-width=\"1\">\n";
         draw_marker(svg, kShapes[style % kShapes.size()], (x0 + x1) / 2, cy);
         svg << "</g>\n</g>\n";
