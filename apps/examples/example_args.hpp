@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,29 +32,11 @@ public:
     std::string str(const std::string& name, const std::string& fallback) { return take(name).value_or(fallback); }
     /// The value of --name as an integer (the whole text must be one), or `fallback`.
     int64_t num(const std::string& name, int64_t fallback) {
-        const auto v = take(name);
-        if (!v) return fallback;
-        size_t used = 0;
-        int64_t n = 0;
-        try {
-            n = std::stoll(*v, &used);
-        } catch (const std::exception&) {
-        }
-        if (v->empty() || used != v->size()) throw std::invalid_argument("--" + name + ": not an integer: '" + *v + "'");
-        return n;
+        return parse(name, fallback, "an integer", [](const std::string& v, size_t* used) { return std::stoll(v, used); });
     }
     /// The value of --name as a number, or `fallback`.
     double real(const std::string& name, double fallback) {
-        const auto v = take(name);
-        if (!v) return fallback;
-        size_t used = 0;
-        double x = 0;
-        try {
-            x = std::stod(*v, &used);
-        } catch (const std::exception&) {
-        }
-        if (v->empty() || used != v->size()) throw std::invalid_argument("--" + name + ": not a number: '" + *v + "'");
-        return x;
+        return parse(name, fallback, "a number", [](const std::string& v, size_t* used) { return std::stod(v, used); });
     }
     /// Throws when an option was given that nobody asked for (a typo, say).
     void done() const {
@@ -63,15 +46,29 @@ public:
     }
 
 private:
+    // The value of --name converted by convert(text, &characters_used), which must use all of it.
+    template <class T, class Convert>
+    T parse(const std::string& name, T fallback, const char* kind, Convert convert) {
+        const auto v = take(name);
+        if (!v) return fallback;
+        size_t used = 0;
+        T value{};
+        try {
+            value = convert(*v, &used);
+        } catch (const std::exception&) {
+        }
+        if (v->empty() || used != v->size()) throw std::invalid_argument("--" + name + ": not " + kind + ": '" + *v + "'");
+        return value;
+    }
     std::optional<std::string> take(const std::string& name) {
-        used_[name] = true;
+        used_.insert(name);
         const auto it = values_.find(name);
         if (it == values_.end()) return std::nullopt;
         return it->second;
     }
     std::string usage_;
     std::map<std::string, std::string> values_;
-    std::map<std::string, bool> used_;
+    std::set<std::string> used_;
 };
 
 }  // namespace examples
