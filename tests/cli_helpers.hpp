@@ -15,23 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "test_helpers.hpp"
+
 namespace normnet::test {
 
 namespace fs = std::filesystem;
 
-// A fresh folder per test case (ctest runs test cases in parallel processes), with a `work`
-// subfolder that is the program's working directory, so stray output would show up there.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("normnet_test_cli_" + std::to_string(rd()) + std::to_string(rd()));
-        fs::create_directories(path / "work");
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
+// A scratch folder with a `work` subfolder that is the program's working directory, so stray
+// output would show up there.
+struct TempDir : ScratchDir {
+    TempDir() : ScratchDir("normnet_test_cli_") { fs::create_directories(path / "work"); }
     fs::path work() const { return path / "work"; }
     std::string operator/(const std::string& name) const { return (path / "work" / name).string(); }
 };
@@ -71,11 +64,6 @@ inline std::vector<std::string> lines_of(const std::string& text) {
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;
-}
-
-inline std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // Every file below `dir` with its contents, to prove a failed call changed nothing.

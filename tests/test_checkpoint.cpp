@@ -29,26 +29,11 @@ using normnet::Tensor;
 
 namespace {
 
-// A fresh directory per test case; ctest runs test cases in parallel processes.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("normnet_test_ckpt_" + std::to_string(rd()) + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::remove_all(path, ec);
-    }
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
+struct TempDir : normnet::test::ScratchDir {
+    TempDir() : ScratchDir("normnet_test_ckpt_") {}
 };
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using normnet::test::files_in;
+using normnet::test::read_file;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -91,13 +76,6 @@ std::shared_ptr<normnet::Sequential> batchnorm_model(uint64_t seed) {
     return model;
 }
 
-std::vector<std::string> files_in(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 }  // namespace
 
 TEST_CASE("checkpoint: a BatchNorm model's state_dict round-trips bit for bit", "[checkpoint]") {
@@ -119,7 +97,7 @@ TEST_CASE("checkpoint: a BatchNorm model's state_dict round-trips bit for bit", 
     CHECK(loaded.at("2.num_batches_tracked").shape() == normnet::Shape{});  // a scalar, as in PyTorch
 
     // The raw header says the same, and the stored int64 is the count.
-    const std::string bytes = read_bytes(path);
+    const std::string bytes = read_file(path);
     uint64_t header_length = 0;
     std::memcpy(&header_length, bytes.data(), 8);
     const auto header = nlohmann::json::parse(bytes.substr(8, header_length));
@@ -163,7 +141,7 @@ TEST_CASE("checkpoint: the file layout is safetensors' (LE length, padded JSON, 
     const NamedTensors state = model->state_dict();
     const std::string path = dir / "layout.safetensors";
     normnet::save_safetensors(path, state, {{"format", "pt"}});
-    const std::string bytes = read_bytes(path);
+    const std::string bytes = read_file(path);
     REQUIRE(bytes.size() >= 8);
 
     uint64_t header_length = 0;
@@ -208,7 +186,7 @@ TEST_CASE("checkpoint: a failed write throws naming the path and keeps the old f
     const std::string path = dir / "model.safetensors";
     const auto model = batchnorm_model(1);
     normnet::save(*model, path, {{"version", "old"}});
-    const std::string old_bytes = read_bytes(path);
+    const std::string old_bytes = read_file(path);
     // A bigger state, so its write takes more than one buffer.
     const NamedTensors big{{"w", normnet::ones({512, 1024})}};
 
@@ -252,7 +230,7 @@ TEST_CASE("checkpoint: a failed write throws naming the path and keeps the old f
         fs::permissions(dir.path, fs::perms::owner_all, fs::perm_options::add);
     }
     // Whatever happened, the old checkpoint is whole and no temporary file is left behind.
-    CHECK(read_bytes(path) == old_bytes);
+    CHECK(read_file(path) == old_bytes);
     CHECK(normnet::load_safetensors(path).metadata.at("version") == "old");
     CHECK(files_in(dir.path) == std::vector<std::string>{"model.safetensors"});
 }

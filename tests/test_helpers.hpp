@@ -3,8 +3,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -61,6 +65,39 @@ struct ThreadsGuard {
     int saved = get_num_threads();
     ~ThreadsGuard() { set_num_threads(saved); }
 };
+
+/// A fresh folder per test case (ctest runs test cases in parallel processes), removed with its
+/// contents at the end; write permission is given back first, for tests that take it away.
+struct ScratchDir {
+    std::filesystem::path path;
+    explicit ScratchDir(const std::string& prefix) {
+        std::random_device rd;
+        path = std::filesystem::temp_directory_path() / (prefix + std::to_string(rd()) + std::to_string(rd()));
+        std::filesystem::create_directories(path);
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        std::filesystem::permissions(path, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
+        std::filesystem::remove_all(path, ec);
+    }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+/// The whole content of a file ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// The names of the entries directly in `dir`, sorted.
+inline std::vector<std::string> files_in(const std::filesystem::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
 
 /// A contiguous copy that requires grad: a fresh leaf for gradient tests.
 inline Tensor leaf(const Tensor& t) { return t.detach().clone().requires_grad_(); }

@@ -15,6 +15,7 @@
 
 #include "normnet/error.hpp"
 #include "normnet/idx.hpp"
+#include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
@@ -22,19 +23,8 @@ using Bytes = std::vector<uint8_t>;
 
 namespace {
 
-// A fresh directory per test case; ctest may run test cases in parallel processes.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("normnet_test_idx_" + std::to_string(rd()) + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
+struct TempDir : normnet::test::ScratchDir {
+    TempDir() : ScratchDir("normnet_test_idx_") {}
 };
 
 void put_u32(Bytes& out, uint32_t v) {

@@ -268,10 +268,7 @@ TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and 
     CHECK_THAT(out_lines.back(), StartsWith("final test accuracy"));
 
     CHECK(snapshot(dir.work()).count("runs/first/model.safetensors") == 1);
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(run)) files.push_back(e.path().filename().string());
-    std::sort(files.begin(), files.end());
-    CHECK(files == std::vector<std::string>{"config.json", "metrics.csv", "model.safetensors", "training_state.safetensors"});
+    CHECK(files_in(run) == std::vector<std::string>{"config.json", "metrics.csv", "model.safetensors", "training_state.safetensors"});
 
     const auto metrics = lines_of(read_file(fs::path(run) / "metrics.csv"));
     REQUIRE(metrics.size() == 2);
