@@ -59,6 +59,14 @@ inline RunResult run_normnet(const std::vector<std::string>& args, const fs::pat
     return r;
 }
 
+// The comma-separated cells of one CSV line (no quoting: normnet's CSV files need none).
+inline std::vector<std::string> csv_cells(const std::string& line) {
+    std::vector<std::string> cells;
+    std::istringstream in(line);
+    for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+    return cells;
+}
+
 inline std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);

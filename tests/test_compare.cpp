@@ -13,12 +13,7 @@ namespace {
 
 std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
     std::vector<std::vector<std::string>> rows;
-    for (const auto& line : lines_of(text)) {
-        std::vector<std::string> cells;
-        std::stringstream in(line);
-        for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
-        rows.push_back(cells);
-    }
+    for (const auto& line : lines_of(text)) rows.push_back(csv_cells(line));
     return rows;
 }
 

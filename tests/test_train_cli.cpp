@@ -274,8 +274,7 @@ TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and 
     REQUIRE(metrics.size() == 2);
     CHECK(metrics[0] == "epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr");
     std::vector<double> row;
-    std::istringstream cells(metrics[1]);
-    for (std::string cell; std::getline(cells, cell, ',');) row.push_back(std::stod(cell));
+    for (const std::string& cell : csv_cells(metrics[1])) row.push_back(std::stod(cell));
     REQUIRE(row.size() == 7);
     CHECK(row[0] == 1);
     CHECK(row[1] > 0);
@@ -414,9 +413,7 @@ TEST_CASE("cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for bit",
         CHECK(mb[0] == ma[0]);
         // Same losses and accuracies (all but the epoch's seconds).
         const auto without_seconds = [](const std::string& row) {
-            std::vector<std::string> cells;
-            std::istringstream in(row);
-            for (std::string c; std::getline(in, c, ',');) cells.push_back(c);
+            std::vector<std::string> cells = csv_cells(row);
             cells.erase(cells.begin() + 5);
             return cells;
         };
