@@ -43,6 +43,13 @@ namespace {
 #ifdef NORMNET_OPTIM_SIMD
 namespace stdx = std::experimental;
 using Vec = stdx::native_simd<float>;
+inline Vec madd(Vec a, Vec b, Vec c) {
+#ifdef __FMA__
+    return stdx::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
 #endif
 
 // One Adam update of p, m, v given g; T is float or a SIMD vector of floats (the same operations

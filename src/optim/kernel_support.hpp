@@ -6,13 +6,12 @@
 
 namespace normnet::detail {
 
-// a * b + c rounded once where the CPU has fma (as torch's kernels are built), else twice. T is
-// float or a std::experimental::simd of floats (whose fma is found by argument-dependent lookup).
-template <class T>
-inline T madd(T a, T b, T c) {
+// a * b + c rounded once where the CPU has fma (as torch's kernels are built), else twice.
+// (adam.cpp has the same for SIMD vectors, calling std::experimental::fma by name: reached
+// through `using std::fma` and argument-dependent lookup, GCC 12 fell back to one lane at a time.)
+inline float madd(float a, float b, float c) {
 #ifdef __FMA__
-    using std::fma;
-    return fma(a, b, c);
+    return std::fma(a, b, c);
 #else
     return a * b + c;
 #endif
