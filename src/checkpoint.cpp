@@ -3,6 +3,8 @@
 // size before allocating, so a corrupt or hostile file is an error, never a huge allocation.
 #include "normnet/checkpoint.hpp"
 
+#include "tensor_impl.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,14 +25,20 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
 
-bool stored_as_int64(const std::string& name) {
-    const std::string suffix = "num_batches_tracked";
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+// The safetensors dtype a tensor is stored as: its own.
+const char* stored_dtype(const Tensor& t) {
+    switch (t.dtype()) {
+        case kInt64: return "I64";
+        case kBool: return "BOOL";
+        case kFloat32: break;
+    }
+    return "F32";
 }
 
 size_t dtype_size(const std::string& dtype) {
     if (dtype == "F32") return 4;
     if (dtype == "F64" || dtype == "I64") return 8;
+    if (dtype == "BOOL") return 1;
     return 0;
 }
 
@@ -43,7 +51,7 @@ void write_all(std::FILE* f, const void* data, size_t bytes, const std::string& 
 
 Tensor SafetensorsData::at(const std::string& name) const {
     Tensor t = find_tensor(tensors, name);
-    check(t.defined(), path, ": no tensor named '", name, "'");
+    NORMNET_CHECK(t.defined(), path, ": no tensor named '", name, "'");
     return t;
 }
 
@@ -53,10 +61,10 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     if (!metadata.empty()) header["__metadata__"] = metadata;
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
-        check(name != "__metadata__" && header.find(name) == header.end(), "save_safetensors: duplicate or reserved name '",
+        NORMNET_CHECK(name != "__metadata__" && header.find(name) == header.end(), "save_safetensors: duplicate or reserved name '",
               name, "'");
-        const uint64_t bytes = static_cast<uint64_t>(t.numel()) * (stored_as_int64(name) ? 8 : 4);
-        header[name] = {{"dtype", stored_as_int64(name) ? "I64" : "F32"},
+        const uint64_t bytes = static_cast<uint64_t>(t.numel() * element_size(t.dtype()));
+        header[name] = {{"dtype", stored_dtype(t)},
                         {"shape", t.shape().vec()},
                         {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
@@ -69,21 +77,14 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     fs::path tmp = target;
     tmp += ".tmp" + std::to_string(::getpid());
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    check(f != nullptr, "cannot write ", path, ": ", std::strerror(errno));
+    NORMNET_CHECK(f != nullptr, "cannot write ", path, ": ", std::strerror(errno));
     try {
         const uint64_t n = text.size();
         write_all(f, &n, 8, path);
         write_all(f, text.data(), text.size(), path);
         for (const auto& [name, t] : tensors) {
-            const std::vector<float> values = t.to_vector();
-            if (stored_as_int64(name)) {
-                for (float v : values) {
-                    const auto i = static_cast<int64_t>(v);
-                    write_all(f, &i, 8, path);
-                }
-            } else {
-                write_all(f, values.data(), values.size() * 4, path);
-            }
+            const Tensor c = t.contiguous();
+            write_all(f, c.impl().bytes(), static_cast<size_t>(c.numel() * element_size(c.dtype())), path);
         }
         if (std::fflush(f) != 0 || ::fsync(fileno(f)) != 0) fail("cannot write ", path, ": ", std::strerror(errno));
     } catch (...) {
@@ -105,25 +106,25 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 
 SafetensorsData load_safetensors(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    check(in.good(), "cannot open ", path, ": ", std::strerror(errno));
+    NORMNET_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
     in.seekg(0, std::ios::end);
     const auto file_size = static_cast<uint64_t>(in.tellg());
     in.seekg(0);
-    check(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
+    NORMNET_CHECK(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
     uint64_t header_size = 0;
     in.read(reinterpret_cast<char*>(&header_size), 8);
-    check(header_size <= kMaxHeaderBytes && header_size <= file_size - 8, path, ": corrupt safetensors header length ",
+    NORMNET_CHECK(header_size <= kMaxHeaderBytes && header_size <= file_size - 8, path, ": corrupt safetensors header length ",
           header_size, " (file has ", file_size, " bytes)");
     std::string text(header_size, '\0');
     in.read(text.data(), static_cast<std::streamsize>(header_size));
-    check(in.good(), path, ": cannot read the safetensors header");
+    NORMNET_CHECK(in.good(), path, ": cannot read the safetensors header");
     nlohmann::ordered_json header;
     try {
         header = nlohmann::ordered_json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         fail(path, ": corrupt safetensors header: ", e.what());
     }
-    check(header.is_object(), path, ": corrupt safetensors header: not a JSON object");
+    NORMNET_CHECK(header.is_object(), path, ": corrupt safetensors header: not a JSON object");
 
     SafetensorsData out;
     out.path = path;
@@ -139,42 +140,43 @@ SafetensorsData load_safetensors(const std::string& path) {
             }
             const std::string dtype = entry.at("dtype").get<std::string>();
             const size_t elem = dtype_size(dtype);
-            check(elem != 0, path, ": tensor '", name, "' has unsupported dtype ", dtype, " (F32, F64 and I64 are read)");
+            NORMNET_CHECK(elem != 0, path, ": tensor '", name, "' has unsupported dtype ", dtype, " (F32, F64 and I64 are read)");
             const auto dims = entry.at("shape").get<std::vector<int64_t>>();
-            check(dims.size() <= static_cast<size_t>(kMaxDims), path, ": tensor '", name, "' has ", dims.size(),
+            NORMNET_CHECK(dims.size() <= static_cast<size_t>(kMaxDims), path, ": tensor '", name, "' has ", dims.size(),
                   " dimensions (at most ", kMaxDims, " are supported)");
             const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-            check(offsets.size() == 2 && offsets[0] <= offsets[1] && offsets[1] <= data_size, path, ": tensor '", name,
+            NORMNET_CHECK(offsets.size() == 2 && offsets[0] <= offsets[1] && offsets[1] <= data_size, path, ": tensor '", name,
                   "' has data offsets outside the file");
             // Element count from the byte range (bounded by the file), then compared with the shape.
             uint64_t numel = 1;
             for (int64_t d : dims) {
-                check(d >= 0 && (d == 0 || numel <= data_size / static_cast<uint64_t>(d)), path, ": tensor '", name,
+                NORMNET_CHECK(d >= 0 && (d == 0 || numel <= data_size / static_cast<uint64_t>(d)), path, ": tensor '", name,
                       "' has an impossible shape");
                 numel *= static_cast<uint64_t>(d);
             }
-            check(numel * elem == offsets[1] - offsets[0], path, ": tensor '", name, "' of shape ", Shape(dims),
+            NORMNET_CHECK(numel * elem == offsets[1] - offsets[0], path, ": tensor '", name, "' of shape ", Shape(dims),
                   " does not match its ", offsets[1] - offsets[0], " bytes of data");
             ranges.emplace_back(offsets[0], offsets[1]);
             raw.resize(offsets[1] - offsets[0]);
             in.seekg(static_cast<std::streamoff>(data_start + offsets[0]));
             in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
-            check(in.good(), path, ": cannot read tensor '", name, "'");
-            Tensor t = empty(Shape(dims));
-            float* dst = t.data();
-            for (uint64_t i = 0; i < numel; ++i) {
-                const char* p = raw.data() + i * elem;
-                if (dtype == "F32") {
-                    std::memcpy(dst + i, p, 4);
-                } else if (dtype == "F64") {
+            NORMNET_CHECK(in.good(), path, ": cannot read tensor '", name, "'");
+            // Integers and booleans keep their dtype; floating-point values become float32.
+            Tensor t = empty(Shape(dims), dtype == "I64" ? kInt64 : dtype == "BOOL" ? kBool : kFloat32);
+            if (dtype == "F64") {
+                float* dst = t.data();
+                for (uint64_t i = 0; i < numel; ++i) {
                     double v;
-                    std::memcpy(&v, p, 8);
-                    dst[i] = static_cast<float>(v);
-                } else {
-                    int64_t v;
-                    std::memcpy(&v, p, 8);
+                    std::memcpy(&v, raw.data() + i * elem, 8);
                     dst[i] = static_cast<float>(v);
                 }
+            } else if (numel > 0) {
+                if (dtype == "BOOL") {
+                    for (char byte : raw) {
+                        NORMNET_CHECK(byte == 0 || byte == 1, path, ": tensor '", name, "' holds a BOOL byte other than 0 or 1");
+                    }
+                }
+                std::memcpy(t.impl().bytes(), raw.data(), numel * elem);
             }
             out.tensors.emplace_back(name, t);
             out.dtypes[name] = dtype;
@@ -187,11 +189,11 @@ SafetensorsData load_safetensors(const std::string& path) {
     std::sort(ranges.begin(), ranges.end());
     uint64_t covered = 0;
     for (const auto& [begin, end] : ranges) {
-        check(begin == covered, path, ": tensor data offsets overlap or leave a gap at byte ", std::min(begin, covered),
+        NORMNET_CHECK(begin == covered, path, ": tensor data offsets overlap or leave a gap at byte ", std::min(begin, covered),
               " (corrupt file)");
         covered = end;
     }
-    check(covered == data_size, path, ": the tensors cover ", covered, " of the file's ", data_size,
+    NORMNET_CHECK(covered == data_size, path, ": the tensors cover ", covered, " of the file's ", data_size,
           " data bytes (truncated or corrupt file)");
     return out;
 }

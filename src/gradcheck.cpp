@@ -32,7 +32,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
         inputs[i].set_grad(garbage[i].clone());
     }
     const Tensor out = fn(inputs);
-    check(out.requires_grad(), "gradcheck: the function's output does not require grad");
+    NORMNET_CHECK(out.requires_grad(), "gradcheck: the function's output does not require grad");
     std::vector<float> w(static_cast<size_t>(out.numel()));
     for (auto& v : w) v = static_cast<float>(gen.normal());
     out.backward(from_vector(w, out.shape()));
@@ -41,7 +41,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     for (size_t i = 0; i < inputs.size(); ++i) {
         const Tensor& x = inputs[i];
         if (!x.requires_grad()) continue;
-        check(x.is_contiguous(), "gradcheck: input ", i, " must be contiguous");
+        NORMNET_CHECK(x.is_contiguous(), "gradcheck: input ", i, " must be contiguous");
         const std::vector<float> analytic_raw = x.grad().to_vector();
         const std::vector<float> fill = garbage[i].to_vector();
         float* data = x.data();

@@ -93,7 +93,7 @@ Tensor logits_of(Sequential& model, const std::shared_ptr<const Dataset>& data, 
 }
 
 double accuracy_of(const Tensor& logits, const Dataset& data) {
-    std::vector<int64_t> labels(data.labels.begin(), data.labels.end());
+    const Tensor labels = from_vector(std::vector<int64_t>(data.labels.begin(), data.labels.end()), {data.size()});
     return static_cast<double>(count_correct(logits, labels)) / static_cast<double>(data.size());
 }
 

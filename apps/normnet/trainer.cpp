@@ -134,10 +134,11 @@ Evaluation Trainer::evaluate(const Dataset& data, int64_t batch_size) {
         const Tensor logits = model_->forward(batch.inputs);
         loss_sum += static_cast<double>(cross_entropy(logits, batch.labels).item()) * static_cast<double>(batch.size());
         const int64_t C = logits.size(1);
+        const int64_t* labels = batch.labels.data_ptr<int64_t>();
         for (int64_t n = 0; n < batch.size(); ++n) {
             const float* row = logits.data() + n * C;
             const auto predicted = static_cast<size_t>(std::max_element(row, row + C) - row);
-            const auto truth = static_cast<size_t>(batch.labels[static_cast<size_t>(n)]);
+            const auto truth = static_cast<size_t>(labels[n]);
             ++e.confusion[truth][predicted];
             e.predictions.push_back(static_cast<int64_t>(predicted));
             e.correct += predicted == truth;

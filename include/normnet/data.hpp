@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "normnet/export.hpp"
 #include "normnet/idx.hpp"
 #include "normnet/tensor.hpp"
 
@@ -27,28 +28,27 @@ struct ImageTransform {
     std::optional<float> std{};   // e.g. 0.3081 for MNIST
 };
 
-/// One mini-batch. `labels` holds class indices (image datasets, labelled tensors);
-/// `targets` holds float targets when the loader was built from two tensors.
+/// One mini-batch. `labels` holds int64 class indices (image datasets, tensors with int64
+/// labels); `targets` holds float targets when the loader was built from float targets.
 struct Batch {
-    Tensor inputs;                // [B, features...]
-    Tensor targets;               // [B, ...] or undefined
-    std::vector<int64_t> labels;  // [B] or empty
+    Tensor inputs;   // [B, features...]
+    Tensor targets;  // [B, ...] float32, or undefined
+    Tensor labels;   // [B] int64, or undefined
     int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
 };
 
 /// The first n examples of a dataset (all of it when n >= its size), e.g. for quick runs.
-Dataset take(const Dataset& dataset, int64_t n);
+NORMNET_API Dataset take(const Dataset& dataset, int64_t n);
 
 /// Mini-batches over an image Dataset or over a user's tensors (as torch.utils.data.DataLoader):
 /// `for (const Batch& b : loader)` runs one epoch; each full pass moves to the next epoch's order.
-class DataLoader {
+class NORMNET_API DataLoader {
 public:
     /// Batches of images as floats [B, rows * cols] with their labels.
     DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options, ImageTransform transform = {});
-    /// Batches of rows of inputs [N, ...] with the matching rows of float targets [N, ...].
+    /// Batches of rows of inputs [N, ...] with the matching rows of targets [N, ...]: float32
+    /// values (Batch::targets, e.g. for regression) or int64 class labels (Batch::labels).
     DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& options);
-    /// Batches of rows of inputs [N, ...] with class labels.
-    DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoaderOptions& options);
 
     /// Number of examples.
     int64_t dataset_size() const { return size_; }
@@ -90,7 +90,6 @@ private:
     std::shared_ptr<const Dataset> images_;
     ImageTransform transform_;
     Tensor inputs_, targets_;
-    std::vector<int64_t> labels_;
     int64_t size_ = 0;
     DataLoaderOptions options_;
     std::vector<int64_t> order_;

@@ -3,6 +3,8 @@
 // instead of accumulating, or forgets a gradient, fails.
 #pragma once
 
+#include "normnet/export.hpp"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,10 +31,10 @@ struct GradcheckResult {
 /// Checks the gradients of sum(fn(inputs) * w), for a fixed random w, with respect to every
 /// input that requires grad. fn may read other tensors too (e.g. a module's parameters, when
 /// they are passed in `inputs`): inputs are perturbed in place.
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+NORMNET_API GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 
 /// gradcheck of module(x) with respect to x (when it requires grad) and every parameter.
-GradcheckResult gradcheck(Module& module, const Tensor& x, const GradcheckOptions& options = {});
+NORMNET_API GradcheckResult gradcheck(Module& module, const Tensor& x, const GradcheckOptions& options = {});
 
 }  // namespace normnet

@@ -6,6 +6,7 @@
 #include "normnet/checkpoint.hpp"
 #include "normnet/data.hpp"
 #include "normnet/error.hpp"
+#include "normnet/export.hpp"
 #include "normnet/function.hpp"
 #include "normnet/gradcheck.hpp"
 #include "normnet/idx.hpp"

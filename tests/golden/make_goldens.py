@@ -365,6 +365,14 @@ OPTIM_CASES = [
     ("adamw", torch.optim.AdamW, dict(lr=0.01)),
     ("adamw_wd", torch.optim.AdamW, dict(lr=0.01, weight_decay=0.05)),
 ]
+# Cases where p1 has a gradient only in some steps (its .grad is None in the others): torch counts
+# each parameter's steps for Adam's bias corrections, so p1's first update uses step 1, not 2.
+OPTIM_SPARSE_CASES = [
+    ("adam_sparse", torch.optim.Adam, dict(lr=0.1)),
+    ("adamw_sparse", torch.optim.AdamW, dict(lr=0.1, weight_decay=0.05)),
+    ("sgd_momentum_sparse", torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
+]
+OPTIM_SPARSE_P1_STEPS = (1, 2)
 OPTIM_STEPS = 5
 # The hyper-parameters that define the update; torch's implementation switches
 # (foreach, capturable, differentiable, fused) are left out.
@@ -386,7 +394,8 @@ def make_optim():
     c.put("c", cvec)
     c.meta("loss", "sum((p0 @ A - B)^2) + sum(sin(p1) * c)")
 
-    for name, cls, kwargs in OPTIM_CASES:
+    for name, cls, kwargs in OPTIM_CASES + OPTIM_SPARSE_CASES:
+        sparse = name.endswith("_sparse")
         torch.manual_seed(31)  # nothing random below; seeded anyway so a change stays reproducible
         c = Case(tensors, metadata, name)
         p0 = p0_init.clone().requires_grad_()
@@ -400,12 +409,15 @@ def make_optim():
         c.put("init.p0", p0)
         c.put("init.p1", p1)
         for k in range(OPTIM_STEPS):
-            opt.zero_grad()
-            loss = ((p0 @ A - B) ** 2).sum() + (torch.sin(p1) * cvec).sum()
+            opt.zero_grad(set_to_none=sparse)
+            loss = ((p0 @ A - B) ** 2).sum()
+            if not sparse or k in OPTIM_SPARSE_P1_STEPS:
+                loss = loss + (torch.sin(p1) * cvec).sum()
             loss.backward()
             # Raw autograd gradients; torch applies weight decay inside step() without touching .grad.
             c.put(f"grad{k}.p0", p0.grad)
-            c.put(f"grad{k}.p1", p1.grad)
+            if p1.grad is not None:
+                c.put(f"grad{k}.p1", p1.grad)
             opt.step()
             c.put(f"after{k}.p0", p0)
             c.put(f"after{k}.p1", p1)

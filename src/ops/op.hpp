@@ -1,0 +1,127 @@
+// Internal: how an op is written. An op's public function computes its output and, in one
+// statement, records an OpNode that holds the tensors backward needs:
+//
+//   Tensor relu(const Tensor& x) {
+//       ...forward kernel into y...
+//       record<ReluBackward>(y, {x}, {y});      // output, inputs, saved tensors
+//       return y;
+//   }
+//
+// The node's backward reads saved(i) (checked against in-place changes since the forward) and
+// writes each input's gradient through grad_out(i), which decides the one rule for gradient
+// buffers: a buffer made now is written (Overwrite), one that already holds gradient is added
+// into (Accumulate). Kernels get that rule as a template policy, never as a flag; threading is
+// applied around the kernel call. The node base frees the saved tensors after backward.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+
+#include "../tensor_impl.hpp"
+#include "normnet/autograd.hpp"
+#include "../pool.hpp"
+
+namespace normnet::detail {
+
+/// Most inputs and saved tensors a node can have.
+inline constexpr int kMaxNodeInputs = 4;
+inline constexpr int kMaxSaved = 6;
+
+/// The two ways a backward kernel stores an input's gradient element.
+struct Overwrite {
+    static constexpr float beta = 0.0f;  // for sgemm's C = alpha * AB + beta * C
+    static void put(float& dst, float v) { dst = v; }
+};
+struct Accumulate {
+    static constexpr float beta = 1.0f;
+    static void put(float& dst, float v) { dst += v; }
+};
+
+/// An input's gradient buffer as handed to a backward: its data, and whether it was just made
+/// (then every element must be written: Overwrite) or already holds gradient (Accumulate).
+struct GradOut {
+    float* data = nullptr;
+    bool fresh = false;
+    explicit operator bool() const { return data != nullptr; }
+    /// beta for an sgemm writing this gradient.
+    float beta() const { return fresh ? 0.0f : 1.0f; }
+    /// Writes n computed values (e.g. a parameter's summed gradient) by the rule.
+    void store(const float* values, int64_t n) const {
+        for (int64_t i = 0; i < n; ++i) data[i] = fresh ? values[i] : data[i] + values[i];
+    }
+    /// Calls kernel.template operator()<Overwrite or Accumulate>(data).
+    template <class Kernel>
+    void write(Kernel&& kernel) const {
+        if (fresh) {
+            kernel.template operator()<Overwrite>(data);
+        } else {
+            kernel.template operator()<Accumulate>(data);
+        }
+    }
+};
+
+/// A node of the autograd graph: one recorded op with its edges to the producers of its inputs.
+class OpNode : public Node {
+public:
+    /// Frees the chain of producers iteratively, so graphs of any depth die without deep recursion.
+    ~OpNode() override;
+    /// Writes the gradients of the inputs given dout, the gradient of the output (contiguous).
+    virtual void backward(const Tensor& dout) = 0;
+
+    /// True when input i needs a gradient (skip computing it otherwise).
+    bool needs_grad(int i) const { return next_[static_cast<size_t>(i)] != nullptr; }
+    /// Input i's gradient buffer, for a backward that writes every element of it; empty when
+    /// input i needs no gradient.
+    GradOut grad_out(int i);
+    /// Input i's gradient buffer, zero-filled when new, for a backward that adds into part of it
+    /// (a slice, a scatter); undefined when input i needs no gradient.
+    Tensor grad_to_add(int i);
+    /// Saved tensor i, as record() saved it; throws PyTorch's error when its data was modified
+    /// in place since then.
+    const Tensor& saved(int i) const;
+
+    // The engine's bookkeeping (autograd.cpp).
+    std::array<std::shared_ptr<OpNode>, kMaxNodeInputs> next_{};  // producers of the inputs
+    std::array<Tensor, kMaxSaved> saved_{};
+    std::array<uint32_t, kMaxSaved> saved_version_{};
+    Shape out_shape_;     // shape of the gradient this node receives
+    Tensor grad_;         // that gradient, accumulated during backward
+    uint64_t visit_mark_ = 0;
+    bool released_ = false;
+
+    /// The buffer that receives this node's output gradient, allocated on first use: as zeros,
+    /// or uninitialised when `fresh` is given (then *fresh tells whether it was just allocated).
+    virtual Tensor gradient_buffer(bool* fresh);
+    /// Drops the saved tensors (after backward).
+    void release();
+};
+
+using TensorRefs = std::initializer_list<std::reference_wrapper<const Tensor>>;
+
+/// True when grad mode is on and any of the (possibly undefined) tensors requires grad.
+bool any_requires_grad(TensorRefs inputs);
+/// Connects node to the producers of `inputs`, saves `saved` (with their versions; the output
+/// itself is saved detached) and makes `out` the node's output.
+void attach(const std::shared_ptr<OpNode>& node, Tensor& out, TensorRefs inputs, TensorRefs saved);
+
+/// Records node type N for `out` when any input requires grad: the one recording helper every op
+/// uses. Returns the node, for ops that keep sizes or flags in it, or null when nothing is recorded.
+template <class N>
+N* record(Tensor& out, TensorRefs inputs, TensorRefs saved = {}) {
+    if (!any_requires_grad(inputs)) return nullptr;
+    auto node = std::allocate_shared<N>(PoolAllocator<N>{});
+    N* raw = node.get();
+    attach(node, out, inputs, saved);
+    return raw;
+}
+
+/// The node behind t (its grad_fn, or a leaf's gradient accumulator).
+OpNode* node_of(const Tensor& t);
+
+/// Runs backward from `root` with gradient `grad` (both the same shape).
+void run_backward(const Tensor& root, const Tensor& grad);
+
+}  // namespace normnet::detail
