@@ -3,6 +3,7 @@
 // depth-first search, so graphs of any depth work; each node writes its inputs' gradients into
 // their producers' buffers, then drops its saved tensors. Leaves receive gradients through an
 // AccumulateGrad node whose buffer is the leaf's .grad itself.
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@ Node::~Node() = default;
 
 namespace {
 thread_local bool g_grad_mode = true;
+thread_local bool g_poison_fresh = false;
 uint64_t g_visit_epoch = 0;
 }  // namespace
 
@@ -22,7 +24,17 @@ NoGradGuard::NoGradGuard() : previous_(g_grad_mode) { g_grad_mode = false; }
 NoGradGuard::~NoGradGuard() { g_grad_mode = previous_; }
 
 namespace detail {
+
+PoisonFreshGradients::PoisonFreshGradients() : previous_(g_poison_fresh) { g_poison_fresh = true; }
+PoisonFreshGradients::~PoisonFreshGradients() { g_poison_fresh = previous_; }
+
 namespace {
+
+// A gradient buffer of `shape`: zeros, or (fresh) uninitialised, or NaN under PoisonFreshGradients.
+Tensor new_gradient(const Shape& shape, bool fresh) {
+    if (!fresh) return zeros(shape);
+    return g_poison_fresh ? full(shape, std::numeric_limits<double>::quiet_NaN()) : empty(shape);
+}
 
 // The node behind a leaf that requires grad: its gradient buffer is the leaf's .grad itself.
 class AccumulateGrad final : public OpNode {
@@ -36,7 +48,7 @@ public:
         auto impl = leaf.lock();
         if (!impl) return OpNode::gradient_buffer(fresh);
         if (fresh) *fresh = !impl->grad;
-        if (!impl->grad) impl->grad = (fresh ? empty(impl->shape) : zeros(impl->shape)).impl_ptr();
+        if (!impl->grad) impl->grad = new_gradient(impl->shape, fresh != nullptr).impl_ptr();
         return Tensor(impl->grad);
     }
 };
@@ -98,7 +110,7 @@ OpNode::~OpNode() {
 
 Tensor OpNode::gradient_buffer(bool* fresh) {
     if (fresh) *fresh = !grad_.defined();
-    if (!grad_.defined()) grad_ = fresh ? empty(out_shape_) : zeros(out_shape_);
+    if (!grad_.defined()) grad_ = new_gradient(out_shape_, fresh != nullptr);
     return grad_;
 }
 
@@ -115,14 +127,15 @@ Tensor OpNode::grad_to_add(int i) {
     return producer ? producer->gradient_buffer(nullptr) : Tensor();
 }
 
-const Tensor& OpNode::saved(int i) const {
-    const Tensor& t = saved_[static_cast<size_t>(i)];
-    if (t.defined() && t.version() != saved_version_[static_cast<size_t>(i)]) {
-        fail("one of the variables needed for gradient computation has been modified by an inplace operation: ",
-             describe(t), ", which is saved by ", name(), ", is at version ", t.version(), "; expected version ",
-             saved_version_[static_cast<size_t>(i)], " instead");
+void OpNode::check_saved() const {
+    for (size_t i = 0; i < saved_.size(); ++i) {
+        const Tensor& t = saved_[i];
+        if (t.defined() && t.version() != saved_version_[i]) {
+            fail("one of the variables needed for gradient computation has been modified by an inplace operation: ",
+                 describe(t), ", which is saved by ", name(), ", is at version ", t.version(), "; expected version ",
+                 saved_version_[i], " instead");
+        }
     }
-    return t;
 }
 
 void OpNode::release() {
@@ -212,6 +225,7 @@ void run_backward(const Tensor& root, const Tensor& grad) {
             OpNode* node = *it;
             if (dynamic_cast<AccumulateGrad*>(node) != nullptr) continue;
             if (node->grad_.defined()) {
+                node->check_saved();
                 node->backward(node->grad_);
                 node->grad_ = Tensor();
             }

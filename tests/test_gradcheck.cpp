@@ -39,6 +39,24 @@ TEST_CASE("gradcheck: the checker itself catches overwriting and forgotten gradi
             if (const detail::GradOut dx = grad_out(0)) dx.store(dout.data(), dout.numel());
         }
     };
+    // An op that adds into its gradient buffer even when the buffer is new (uninitialised).
+    class AddIntoFresh final : public detail::OpNode {
+    public:
+        const char* name() const override { return "AddIntoFreshBackward"; }
+        void backward(const Tensor& dout) override {
+            if (const detail::GradOut dx = grad_out(0)) {
+                for (int64_t i = 0; i < dout.numel(); ++i) dx.data[i] += dout.data()[i];
+            }
+        }
+    };
+    const Fn add_into_fresh = [](const std::vector<Tensor>& in) {
+        Tensor out = in[0].detach().clone();
+        detail::record<AddIntoFresh>(out, {in[0]});
+        return out;
+    };
+    const GradcheckResult caught = gradcheck(add_into_fresh, {input({3}, 1)});
+    CHECK_FALSE(caught.ok);
+    CHECK_THAT(caught.message, Catch::Contains("fresh .grad"));
     const Fn overwrite = [](const std::vector<Tensor>& in) {
         Tensor out = in[0].detach().clone();
         detail::record<Overwrite>(out, {in[0]});

@@ -1,6 +1,8 @@
 // The gradient checker: compares an op's or module's analytic gradients with central
-// differences, with the gradients pre-filled with garbage so that an op that overwrites
-// instead of accumulating, or forgets a gradient, fails.
+// differences. The analytic gradients are taken three ways that must agree: into .grad
+// pre-filled with garbage (an op that overwrites instead of adding fails), into no .grad (new
+// buffers are filled with NaN first: an op that adds into one instead of writing it fails), and
+// through non-leaf copies of the inputs used by two calls (the second gradient is added).
 #pragma once
 
 #include "normnet/export.hpp"

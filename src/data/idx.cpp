@@ -218,8 +218,7 @@ std::string find_raw_or_gz(const std::string& dir, const std::string& base) {
     if (fs::exists(raw, ec)) return raw.string();
     const fs::path gz = fs::path(dir) / (base + ".gz");
     if (fs::exists(gz, ec)) return gz.string();
-    fail("cannot find ", raw.string(), " or ", gz.string(),
-         " (for MNIST run data/fetch_mnist.sh; see data/README.md)");
+    fail("cannot find ", raw.string(), " or ", gz.string());
 }
 
 }  // namespace

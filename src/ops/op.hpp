@@ -79,9 +79,12 @@ public:
     /// Input i's gradient buffer, zero-filled when new, for a backward that adds into part of it
     /// (a slice, a scatter); undefined when input i needs no gradient.
     Tensor grad_to_add(int i);
-    /// Saved tensor i, as record() saved it; throws PyTorch's error when its data was modified
-    /// in place since then.
-    const Tensor& saved(int i) const;
+    /// Saved tensor i, as record() saved it (the engine has checked that it was not modified
+    /// in place since).
+    const Tensor& saved(int i) const { return saved_[static_cast<size_t>(i)]; }
+    /// Throws PyTorch's error when a saved tensor's data was modified in place after it was
+    /// saved; the engine calls it before backward(), so a failing node writes no gradient.
+    void check_saved() const;
 
     // The engine's bookkeeping (autograd.cpp).
     std::array<std::shared_ptr<OpNode>, kMaxNodeInputs> next_{};  // producers of the inputs
@@ -117,6 +120,19 @@ N* record(Tensor& out, TensorRefs inputs, TensorRefs saved = {}) {
     attach(node, out, inputs, saved);
     return raw;
 }
+
+/// While alive, gradient buffers handed out as fresh are filled with NaN first (gradcheck uses
+/// it: a backward that adds into a fresh buffer instead of writing it then fails visibly).
+class PoisonFreshGradients {
+public:
+    PoisonFreshGradients();
+    ~PoisonFreshGradients();
+    PoisonFreshGradients(const PoisonFreshGradients&) = delete;
+    PoisonFreshGradients& operator=(const PoisonFreshGradients&) = delete;
+
+private:
+    bool previous_;
+};
 
 /// The node behind t (its grad_fn, or a leaf's gradient accumulator).
 OpNode* node_of(const Tensor& t);
