@@ -9,6 +9,8 @@
 
 #include "ops/op.hpp"
 
+#include <new>
+
 namespace normnet {
 
 Node::~Node() = default;
@@ -86,13 +88,28 @@ std::string describe(const Tensor& t) {
 
 }  // namespace
 
+void Edges::resize(size_t n) {
+    if (data_ != inline_.data()) {
+        for (size_t i = 0; i < n_; ++i) data_[i].~shared_ptr();
+        pool_deallocate(data_, n_ * sizeof(std::shared_ptr<OpNode>));
+    } else {
+        for (auto& e : inline_) e.reset();
+    }
+    data_ = inline_.data();
+    n_ = n;
+    if (n > inline_.size()) {
+        data_ = static_cast<std::shared_ptr<OpNode>*>(pool_allocate(n * sizeof(std::shared_ptr<OpNode>)));
+        for (size_t i = 0; i < n; ++i) new (data_ + i) std::shared_ptr<OpNode>();
+    }
+}
+
 // Frees the chain of producers iteratively: with plain recursive destruction a graph of
 // 100,000 ops would overflow the stack when its last tensor dies.
 OpNode::~OpNode() {
     std::vector<std::shared_ptr<OpNode>>& pending = pending_nodes();
     thread_local bool draining = false;
-    for (auto& edge : next_) {
-        if (edge) pending.push_back(std::move(edge));
+    for (size_t i = 0; i < next_.size(); ++i) {
+        if (next_[i]) pending.push_back(std::move(next_[i]));
     }
     if (draining) return;  // an outer destructor is already emptying `pending`
     draining = true;
@@ -100,8 +117,8 @@ OpNode::~OpNode() {
         std::shared_ptr<OpNode> node = std::move(pending.back());
         pending.pop_back();
         if (node.use_count() == 1) {
-            for (auto& edge : node->next_) {
-                if (edge) pending.push_back(std::move(edge));
+            for (size_t i = 0; i < node->next_.size(); ++i) {
+                if (node->next_[i]) pending.push_back(std::move(node->next_[i]));
             }
         }
     }  // `node` dies here with no edges left, so its destructor does not recurse
@@ -115,7 +132,7 @@ Tensor OpNode::gradient_buffer(bool* fresh) {
 }
 
 GradOut OpNode::grad_out(int i) {
-    OpNode* producer = next_[static_cast<size_t>(i)].get();
+    OpNode* producer = needs_grad(i) ? next_[static_cast<size_t>(i)].get() : nullptr;
     if (!producer) return {};
     bool fresh = false;
     const Tensor buffer = producer->gradient_buffer(&fresh);
@@ -123,7 +140,7 @@ GradOut OpNode::grad_out(int i) {
 }
 
 Tensor OpNode::grad_to_add(int i) {
-    OpNode* producer = next_[static_cast<size_t>(i)].get();
+    OpNode* producer = needs_grad(i) ? next_[static_cast<size_t>(i)].get() : nullptr;
     return producer ? producer->gradient_buffer(nullptr) : Tensor();
 }
 
@@ -145,40 +162,63 @@ void OpNode::release() {
 
 bool any_requires_grad(TensorRefs inputs) {
     if (!g_grad_mode) return false;
-    for (const Tensor& t : inputs) {
-        if (t.defined() && t.requires_grad()) return true;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i].defined() && inputs[i].requires_grad()) return true;
     }
     return false;
 }
 
-void attach(const std::shared_ptr<OpNode>& node, Tensor& out, TensorRefs inputs, TensorRefs saved) {
-    pending_nodes();  // set up the free list's storage while building, not while freeing
-    NORMNET_CHECK(inputs.size() <= static_cast<size_t>(kMaxNodeInputs), node->name(), ": a node takes at most ",
-                  kMaxNodeInputs, " inputs");
+namespace {
+
+// Edge `slot` of node to t's producer, when t requires grad.
+void connect(OpNode& node, size_t slot, const Tensor& t) {
+    if (!t.defined() || !t.requires_grad()) return;
+    const auto& producer = producer_of(t);
+    NORMNET_CHECK(!producer->released_,
+                  "an input of this op belongs to a graph that backward() has already freed; recompute it");
+    node.next_[slot] = producer;
+}
+
+// Saves `saved` in the node with their versions, and makes `out` its output.
+void finish(const std::shared_ptr<OpNode>& node, Tensor& out, TensorRefs saved) {
     NORMNET_CHECK(saved.size() <= static_cast<size_t>(kMaxSaved), node->name(), ": a node saves at most ", kMaxSaved,
                   " tensors");
-    size_t i = 0;
-    for (const Tensor& t : inputs) {
-        if (t.defined() && t.requires_grad()) {
-            const auto& producer = producer_of(t);
-            NORMNET_CHECK(!producer->released_,
-                          "an input of this op belongs to a graph that backward() has already freed; recompute it");
-            node->next_[i] = producer;
-        }
-        ++i;
-    }
-    i = 0;
-    for (const Tensor& t : saved) {
+    for (size_t i = 0; i < saved.size(); ++i) {
         // Saved without their history: a saved output would keep its own node alive, and a saved
         // input its producer (so freeing a long graph would recurse through saved tensors).
+        const Tensor& t = saved[i];
         node->saved_[i] = t.defined() ? t.detach() : Tensor();
         node->saved_version_[i] = t.defined() ? t.version() : 0;
-        ++i;
     }
     node->out_shape_ = out.shape();
     TensorImpl& impl = out.impl();
     impl.requires_grad = true;
     impl.grad_fn = node;
+}
+
+}  // namespace
+
+void attach(const std::shared_ptr<OpNode>& node, Tensor& out, TensorRefs inputs, TensorRefs saved) {
+    pending_nodes();  // set up the free list's storage while building, not while freeing
+    node->next_.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) connect(*node, i, inputs[i]);
+    finish(node, out, saved);
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+    if (!g_grad_mode || !self.requires_grad()) return;
+    NORMNET_CHECK(!self.is_leaf(), op, ": a leaf Variable that requires grad is being used in an in-place operation "
+                  "(run it under NoGradGuard, or on detach())");
+    NORMNET_CHECK(!self.impl().is_view, op, ": in-place updates of a view of a tensor that requires grad are not "
+                  "supported (update a contiguous copy, or the tensor itself)");
+}
+
+void attach_inplace(const std::shared_ptr<OpNode>& node, Tensor& self, TensorRefs others, TensorRefs saved) {
+    pending_nodes();
+    node->next_.resize(others.size() + 1);
+    connect(*node, 0, self);  // self's history before the update
+    for (size_t i = 0; i < others.size(); ++i) connect(*node, i + 1, others[i]);
+    finish(node, self, saved);
 }
 
 OpNode* node_of(const Tensor& t) { return producer_of(t).get(); }
@@ -205,7 +245,7 @@ void run_backward(const Tensor& root, const Tensor& grad) {
     stack.emplace_back(root_node, 0);
     while (!stack.empty()) {
         auto& [node, next] = stack.back();
-        if (next < kMaxNodeInputs) {
+        if (static_cast<size_t>(next) < node->next_.size()) {
             OpNode* producer = node->next_[static_cast<size_t>(next++)].get();
             if (producer && producer->visit_mark_ != mark) {
                 producer->visit_mark_ = mark;

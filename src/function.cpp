@@ -99,9 +99,7 @@ Tensor record_function(std::shared_ptr<FunctionBackward> fn, const Tensor& out_i
         if (inputs[i].defined()) node->input_shapes[i] = inputs[i].shape();
     }
     node->fn = std::move(fn);
-    const Tensor none;
-    const auto at = [&](size_t i) -> const Tensor& { return i < inputs.size() ? inputs[i] : none; };
-    detail::attach(node, out, {at(0), at(1), at(2), at(3)}, {});
+    detail::attach(node, out, std::span<const Tensor>(inputs), {});
     return out;
 }
 

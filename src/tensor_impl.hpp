@@ -29,6 +29,7 @@ struct TensorImpl {
     Shape strides;
     Dtype dtype = kFloat32;
     bool requires_grad = false;
+    bool is_view = false;  // made by a view op (view, transpose, narrow, select, ...) of another tensor
     std::shared_ptr<TensorImpl> grad;        // accumulated gradient (leaves)
     std::shared_ptr<OpNode> grad_fn;           // the op that made this tensor (non-leaves)
     std::shared_ptr<OpNode> grad_accumulator;  // leaves: the node that receives their gradient

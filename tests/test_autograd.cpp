@@ -1,5 +1,6 @@
 // Autograd: accumulation, backward(grad), long chains, NoGradGuard, graph release and errors.
 #include "memory.hpp"
+#include "ops/op.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -110,4 +111,36 @@ TEST_CASE("autograd: views and copies pass gradients through", "[autograd]") {
     x.set_grad(Tensor());
     sum(x.narrow(1, 1, 2).reshape({4})).backward();
     CHECK(x.grad().to_vector() == std::vector<float>{0, 1, 1, 0, 1, 1});
+}
+
+TEST_CASE("autograd: a node with more inputs than fit inline (as cat's) gets every gradient", "[autograd]") {
+    // out = sum over k of (k + 1) * x_k, recorded as one node with six inputs.
+    class WeightedSum final : public detail::OpNode {
+    public:
+        const char* name() const override { return "WeightedSumBackward"; }
+        void backward(const Tensor& dy) override {
+            for (int k = 0; k < 6; ++k) {
+                if (const detail::GradOut dx = grad_out(k)) {
+                    const float w = static_cast<float>(k + 1);
+                    std::vector<float> g(static_cast<size_t>(dy.numel()));
+                    for (size_t i = 0; i < g.size(); ++i) g[i] = w * dy.data()[i];
+                    dx.store(g.data(), dy.numel());
+                }
+            }
+        }
+    };
+    std::vector<Tensor> xs;
+    for (int k = 0; k < 6; ++k) xs.push_back(k == 2 ? ones({3}) : ones({3}).requires_grad_());
+    Tensor out = zeros({3});
+    detail::record<WeightedSum>(out, std::span<const Tensor>(xs));
+    REQUIRE(out.requires_grad());
+    sum(out).backward();
+    for (int k = 0; k < 6; ++k) {
+        INFO("input " << k);
+        if (k == 2) {
+            CHECK_FALSE(xs[2].grad().defined());
+        } else {
+            CHECK(xs[static_cast<size_t>(k)].grad().to_vector() == std::vector<float>(3, static_cast<float>(k + 1)));
+        }
+    }
 }

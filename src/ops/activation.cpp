@@ -47,7 +47,7 @@ Tensor relu(const Tensor& x_in) {
     Tensor y = empty(x.shape());
     detail::parallel_for(x.numel(), detail::kElementGrain,
                          [&](int64_t b, int64_t e) { detail::relu_forward(y.data() + b, x.data() + b, e - b); });
-    detail::record<detail::ReluBackward>(y, {x}, {y});
+    detail::record<detail::ReluBackward>(y, {x}, {y});  // output, inputs, saved tensors
     return y;
 }
 

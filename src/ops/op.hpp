@@ -19,6 +19,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 
 #include "../tensor_impl.hpp"
 #include "normnet/autograd.hpp"
@@ -26,8 +27,8 @@
 
 namespace normnet::detail {
 
-/// Most inputs and saved tensors a node can have.
-inline constexpr int kMaxNodeInputs = 4;
+/// Inputs a node holds inline (more, as cat's, come from the small-object pool); most saved tensors.
+inline constexpr int kInlineInputs = 4;
 inline constexpr int kMaxSaved = 6;
 
 /// The two ways a backward kernel stores an input's gradient element.
@@ -63,6 +64,28 @@ struct GradOut {
     }
 };
 
+class OpNode;
+
+/// A node's edges to the producers of its inputs: up to kInlineInputs inline, more in one
+/// block from the small-object pool (so recording allocates nothing once warmed up).
+class Edges {
+public:
+    Edges() = default;
+    ~Edges() { resize(0); }
+    Edges(const Edges&) = delete;
+    Edges& operator=(const Edges&) = delete;
+    /// Sets the number of edges (all empty).
+    void resize(size_t n);
+    size_t size() const { return n_; }
+    std::shared_ptr<OpNode>& operator[](size_t i) { return data_[i]; }
+    const std::shared_ptr<OpNode>& operator[](size_t i) const { return data_[i]; }
+
+private:
+    std::array<std::shared_ptr<OpNode>, kInlineInputs> inline_{};
+    std::shared_ptr<OpNode>* data_ = inline_.data();
+    size_t n_ = 0;
+};
+
 /// A node of the autograd graph: one recorded op with its edges to the producers of its inputs.
 class OpNode : public Node {
 public:
@@ -72,7 +95,7 @@ public:
     virtual void backward(const Tensor& dout) = 0;
 
     /// True when input i needs a gradient (skip computing it otherwise).
-    bool needs_grad(int i) const { return next_[static_cast<size_t>(i)] != nullptr; }
+    bool needs_grad(int i) const { return static_cast<size_t>(i) < next_.size() && next_[static_cast<size_t>(i)] != nullptr; }
     /// Input i's gradient buffer, for a backward that writes every element of it; empty when
     /// input i needs no gradient.
     GradOut grad_out(int i);
@@ -87,7 +110,7 @@ public:
     void check_saved() const;
 
     // The engine's bookkeeping (autograd.cpp).
-    std::array<std::shared_ptr<OpNode>, kMaxNodeInputs> next_{};  // producers of the inputs
+    Edges next_;  // producers of the inputs (null: the input needs no gradient)
     std::array<Tensor, kMaxSaved> saved_{};
     std::array<uint32_t, kMaxSaved> saved_version_{};
     Shape out_shape_;     // shape of the gradient this node receives
@@ -102,7 +125,20 @@ public:
     void release();
 };
 
-using TensorRefs = std::initializer_list<std::reference_wrapper<const Tensor>>;
+/// The tensors given to record(): a braced list {x, weight, bias} (undefined tensors allowed)
+/// or a span of tensors (cat's inputs).
+/// Used only during the call it is passed to (a braced list lives until the call returns).
+class TensorRefs {
+public:
+    TensorRefs(std::initializer_list<std::reference_wrapper<const Tensor>> list) : list_(list) {}  // NOLINT
+    TensorRefs(std::span<const Tensor> tensors) : span_(tensors) {}  // NOLINT: implicit
+    size_t size() const { return span_.empty() ? list_.size() : span_.size(); }
+    const Tensor& operator[](size_t i) const { return span_.empty() ? list_.begin()[i].get() : span_[i]; }
+
+private:
+    std::initializer_list<std::reference_wrapper<const Tensor>> list_;
+    std::span<const Tensor> span_;
+};
 
 /// True when grad mode is on and any of the (possibly undefined) tensors requires grad.
 bool any_requires_grad(TensorRefs inputs);
@@ -121,6 +157,18 @@ N* record(Tensor& out, TensorRefs inputs, TensorRefs saved = {}) {
     return raw;
 }
 
+/// Checks that `self` may be updated in place by an op recorded as a new node: as torch, not a
+/// leaf that requires grad (in grad mode), and (a normnet limit) not a view of a tensor that
+/// requires grad. Call before changing self's data.
+void check_inplace(const Tensor& self, const char* op);
+
+/// After an in-place op has written its result into self's data: bumps the version and, when
+/// anything requires grad, records node type N with self's previous history as its input 0 and
+/// `others` after it, so self's grad_fn becomes the new node (torch's rebase_history). `saved`
+/// must not include self's old values (they are gone): save a clone taken before the update.
+template <class N>
+N* record_inplace(Tensor& self, TensorRefs others, TensorRefs saved = {});
+
 /// While alive, gradient buffers handed out as fresh are filled with NaN first (gradcheck uses
 /// it: a backward that adds into a fresh buffer instead of writing it then fails visibly).
 class PoisonFreshGradients {
@@ -133,6 +181,18 @@ public:
 private:
     bool previous_;
 };
+
+void attach_inplace(const std::shared_ptr<OpNode>& node, Tensor& self, TensorRefs others, TensorRefs saved);
+
+template <class N>
+N* record_inplace(Tensor& self, TensorRefs others, TensorRefs saved) {
+    self.bump_version();
+    if (!any_requires_grad({self}) && !any_requires_grad(others)) return nullptr;
+    auto node = std::allocate_shared<N>(PoolAllocator<N>{});
+    N* raw = node.get();
+    attach_inplace(node, self, others, saved);
+    return raw;
+}
 
 /// The node behind t (its grad_fn, or a leaf's gradient accumulator).
 OpNode* node_of(const Tensor& t);

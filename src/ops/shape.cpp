@@ -109,6 +109,7 @@ Tensor make_view(const Tensor& x, const ViewArgs& a) {
     out.impl().shape = shape;
     out.impl().strides = strides;
     out.impl().offset = offset;
+    out.impl().is_view = true;
     return out;
 }
 
