@@ -192,21 +192,23 @@ private:
     template <class M>
     static std::shared_ptr<Module> hold(M&& module) {
         using T = std::remove_cvref_t<M>;
+        // One branch per case, so a mistake gives its static_assert and no follow-up errors.
         if constexpr (detail::is_shared_ptr<T>::value) {
             static_assert(std::derived_from<typename T::element_type, Module>,
                           "a std::shared_ptr given as a module must point to a class derived from normnet::Module");
-            return std::forward<M>(module);
-        } else {
+            if constexpr (std::derived_from<typename T::element_type, Module>) return std::forward<M>(module);
+            else return nullptr;
+        } else if constexpr (!std::derived_from<T, Module>) {
             static_assert(std::derived_from<T, Module>,
                           "expected a module (a class derived from normnet::Module) or a std::shared_ptr to one");
-            if constexpr (std::is_lvalue_reference_v<M> || std::is_const_v<std::remove_reference_t<M>>) {
-                static_assert(std::derived_from<T, Cloneable<T>>,
-                              "a named module (an lvalue) is copied with clone(), which needs its class M to derive "
-                              "from Cloneable<M>; pass std::move(module) to move it in, or a std::shared_ptr to share it");
-                return module.clone();
-            } else {
-                return std::make_shared<T>(std::move(module));
-            }
+            return nullptr;
+        } else if constexpr (std::is_lvalue_reference_v<M> || std::is_const_v<std::remove_reference_t<M>>) {
+            static_assert(std::derived_from<T, Cloneable<T>>,
+                          "a named module (an lvalue) is copied with clone(), which needs its class M to derive from "
+                          "Cloneable<M>; pass std::move(module) to move it in, or a std::shared_ptr to share it");
+            return module.clone();
+        } else {
+            return std::make_shared<T>(std::move(module));
         }
     }
 
