@@ -1,17 +1,21 @@
-// safetensors reading and writing. The writer goes through a temporary file and a rename so
-// readers only ever see a complete file; the reader validates the header against the real file
-// size before allocating, so a corrupt or hostile file is an error, never a huge allocation.
+// safetensors reading and writing, and the atomic file write behind every file normnet writes.
+// The writer goes through a temporary file and a rename so readers only ever see a complete
+// file; the reader validates the header against the real file size before allocating, so a
+// corrupt or hostile file is an error, never a huge allocation or undefined behaviour.
 #include "normnet/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "normnet/autograd.hpp"
@@ -19,9 +23,13 @@
 namespace normnet {
 namespace {
 
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
+constexpr std::string_view kTmpMarker = ".tmp";
 
 bool stored_as_int64(const std::string& name) {
     const std::string suffix = "num_batches_tracked";
@@ -31,12 +39,106 @@ bool stored_as_int64(const std::string& name) {
 size_t dtype_size(const std::string& dtype) {
     if (dtype == "F32") return 4;
     if (dtype == "F64" || dtype == "I64") return 8;
+    if (dtype == "F16" || dtype == "BF16") return 2;
     return 0;
 }
 
-// Writes everything or throws; `what` names the file in messages.
-void write_all(std::FILE* f, const void* data, size_t bytes, const std::string& what) {
-    if (bytes && std::fwrite(data, 1, bytes, f) != bytes) fail("cannot write ", what, ": ", std::strerror(errno));
+// IEEE binary16 to float32. Every half value is a float value, so this is exact; NaN payloads
+// and the sign of zero are kept.
+float half_to_float(uint16_t h) {
+    const uint32_t sign = uint32_t{h} >> 15 << 31, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    if (exponent == 0) {  // zero and subnormals: mantissa * 2^-24
+        const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+        return sign ? -magnitude : magnitude;
+    }
+    // Normal numbers rebias the exponent (15 -> 127); infinities and NaNs keep an all-ones one.
+    const uint32_t bits = sign | (exponent == 0x1f ? 0xffu : exponent + 112) << 23 | mantissa << 13;
+    return std::bit_cast<float>(bits);
+}
+
+// bfloat16 is the top half of a float32.
+float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
+
+// Reads `numel` little-endian values of type T at `src` into float32 at `dst`.
+template <class T, class Convert>
+void convert(const char* src, uint64_t numel, float* dst, Convert to_float) {
+    for (uint64_t i = 0; i < numel; ++i) {
+        T v;
+        std::memcpy(&v, src + i * sizeof(T), sizeof(T));
+        dst[i] = to_float(v);
+    }
+}
+
+// `numel` elements of `dtype` at `src` as float32 at `dst`.
+void decode(const std::string& dtype, const char* src, uint64_t numel, float* dst) {
+    if (numel == 0) return;  // an empty tensor's data pointer may be null
+    if (dtype == "F32") std::memcpy(dst, src, numel * 4);
+    if (dtype == "F64") convert<double>(src, numel, dst, [](double v) { return static_cast<float>(v); });
+    if (dtype == "I64") convert<int64_t>(src, numel, dst, [](int64_t v) { return static_cast<float>(v); });
+    if (dtype == "F16") convert<uint16_t>(src, numel, dst, half_to_float);
+    if (dtype == "BF16") convert<uint16_t>(src, numel, dst, bfloat16_to_float);
+}
+
+// One tensor's header entry, checked: a known dtype, integer sizes, offsets inside the data.
+struct Entry {
+    std::string name, dtype;
+    std::vector<int64_t> dims;
+    uint64_t begin = 0, end = 0, numel = 0;
+};
+
+// The integers of a "shape" or "data_offsets" list. JSON floats (8.0, 1e300) are rejected, not
+// truncated: converting one outside int64's range would be undefined behaviour.
+std::vector<Json> integer_list(const Json& entry, const char* key, const std::string& where) {
+    const Json& list = entry.at(key);
+    check(list.is_array(), where, " has a \"", key, "\" that is not a list");
+    for (const Json& v : list) check(v.is_number_integer(), where, " has a non-integer \"", key, "\" value ", v.dump());
+    return list.get<std::vector<Json>>();
+}
+
+Entry parse_entry(const std::string& path, const std::string& name, const Json& json, uint64_t data_size) {
+    const std::string where = path + ": tensor '" + name + "'";
+    check(json.is_object(), where, " is not a JSON object");
+    Entry e;
+    e.name = name;
+    e.dtype = json.at("dtype").get<std::string>();
+    check(dtype_size(e.dtype) != 0, where, " has unsupported dtype ", e.dtype, " (F32, F64, F16, BF16 and I64 are read)");
+    const std::vector<Json> dims = integer_list(json, "shape", where);
+    check(dims.size() <= static_cast<size_t>(kMaxDims), where, " has ", dims.size(), " dimensions (at most ", kMaxDims,
+          " are supported)");
+    // The product of the non-zero sizes must fit int64 (strides are computed from it), even
+    // when a zero size makes the tensor empty.
+    uint64_t product = 1;
+    bool empty = false;
+    for (const Json& d : dims) {
+        check(d.is_number_unsigned(), where, " has an impossible shape (negative size ", d.dump(), ")");
+        const uint64_t size = d.get<uint64_t>();
+        check(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
+                  (size == 0 || product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / size),
+              where, " has an impossible shape (its sizes multiply past 2^63)");
+        if (size == 0) empty = true;
+        else product *= size;
+        e.dims.push_back(static_cast<int64_t>(size));
+    }
+    e.numel = empty ? 0 : product;
+    const std::vector<Json> offsets = integer_list(json, "data_offsets", where);
+    check(offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(), where,
+          " has data offsets outside the file");
+    e.begin = offsets[0].get<uint64_t>();
+    e.end = offsets[1].get<uint64_t>();
+    check(e.begin <= e.end && e.end <= data_size, where, " has data offsets outside the file");
+    const uint64_t bytes = e.end - e.begin, elem = dtype_size(e.dtype);
+    check(e.numel <= bytes / elem && e.numel * elem == bytes, where, " of shape ", Shape(e.dims), " (", e.dtype,
+          ") does not match its ", bytes, " bytes of data");
+    return e;
+}
+
+// The pid in a name ending in ".tmp<digits>", or 0.
+pid_t temporary_owner(const std::string& name) {
+    const size_t at = name.rfind(kTmpMarker);
+    if (at == std::string::npos || at + kTmpMarker.size() == name.size()) return 0;
+    const std::string digits = name.substr(at + kTmpMarker.size());
+    if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return 0;
+    return static_cast<pid_t>(std::stol(digits));
 }
 
 }  // namespace
@@ -47,9 +149,53 @@ Tensor SafetensorsData::at(const std::string& name) const {
     return t;
 }
 
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+    fs::path tmp(path);
+    tmp += std::string(kTmpMarker) + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    check(fd >= 0, "cannot write ", path, ": ", std::strerror(errno));
+    const auto give_up = [&](int error, bool open) {
+        if (open) ::close(fd);
+        ::unlink(tmp.c_str());
+        fail("cannot write ", path, ": ", std::strerror(error));
+    };
+    for (size_t done = 0; done < bytes.size();) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) give_up(n < 0 ? errno : ENOSPC, true);
+        done += static_cast<size_t>(n);
+    }
+    // On the disk before the rename makes it visible: after a crash the name holds either
+    // file, whole.
+    if (::fsync(fd) != 0) give_up(errno, true);
+    if (::close(fd) != 0) give_up(errno, false);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) give_up(errno, false);
+    // The rename itself is durable once the folder is synced (best effort: some file systems
+    // cannot sync a folder).
+    const fs::path parent = fs::path(path).parent_path();
+    const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+        ::fsync(dir);
+        ::close(dir);
+    }
+}
+
+int remove_stale_temporaries(const std::string& dir) {
+    int removed = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const pid_t owner = temporary_owner(entry.path().filename().string());
+        // kill(pid, 0) probes for a live process without signalling it.
+        if (owner <= 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
+        std::error_code ignored;
+        if (fs::remove(entry.path(), ignored)) ++removed;
+    }
+    return removed;
+}
+
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
-    nlohmann::ordered_json header;
+    Json header;
     if (!metadata.empty()) header["__metadata__"] = metadata;
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
@@ -64,51 +210,34 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     std::string text = header.dump();
     text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
 
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    fs::path tmp = target;
-    tmp += ".tmp" + std::to_string(::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    check(f != nullptr, "cannot write ", path, ": ", std::strerror(errno));
-    try {
-        const uint64_t n = text.size();
-        write_all(f, &n, 8, path);
-        write_all(f, text.data(), text.size(), path);
-        for (const auto& [name, t] : tensors) {
-            const std::vector<float> values = t.to_vector();
-            if (stored_as_int64(name)) {
-                for (float v : values) {
-                    const auto i = static_cast<int64_t>(v);
-                    write_all(f, &i, 8, path);
-                }
-            } else {
-                write_all(f, values.data(), values.size() * 4, path);
+    std::string file(8, '\0');
+    const uint64_t n = text.size();
+    std::memcpy(file.data(), &n, 8);
+    file.reserve(8 + text.size() + offset);
+    file += text;
+    for (const auto& [name, t] : tensors) {
+        const std::vector<float> values = t.to_vector();
+        if (stored_as_int64(name)) {
+            for (float v : values) {
+                const auto i = static_cast<int64_t>(v);
+                file.append(reinterpret_cast<const char*>(&i), 8);
             }
+        } else {
+            file.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
         }
-        if (std::fflush(f) != 0 || ::fsync(fileno(f)) != 0) fail("cannot write ", path, ": ", std::strerror(errno));
-    } catch (...) {
-        std::fclose(f);
-        std::remove(tmp.c_str());
-        throw;
     }
-    if (std::fclose(f) != 0) {
-        std::remove(tmp.c_str());
-        fail("cannot write ", path, ": ", std::strerror(errno));
-    }
-    std::error_code ec;
-    fs::rename(tmp, target, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        fail("cannot write ", path, ": ", ec.message());
-    }
+    write_file_atomic(path, file);
 }
 
 SafetensorsData load_safetensors(const std::string& path) {
+    std::error_code ec;
+    check(!fs::is_directory(path, ec), "cannot read ", path, ": it is a folder, not a safetensors file");
     std::ifstream in(path, std::ios::binary);
     check(in.good(), "cannot open ", path, ": ", std::strerror(errno));
     in.seekg(0, std::ios::end);
     const auto file_size = static_cast<uint64_t>(in.tellg());
     in.seekg(0);
+    check(in.good() && file_size != static_cast<uint64_t>(-1), "cannot read ", path, " (not a regular file)");
     check(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
     uint64_t header_size = 0;
     in.read(reinterpret_cast<char*>(&header_size), 8);
@@ -117,9 +246,9 @@ SafetensorsData load_safetensors(const std::string& path) {
     std::string text(header_size, '\0');
     in.read(text.data(), static_cast<std::streamsize>(header_size));
     check(in.good(), path, ": cannot read the safetensors header");
-    nlohmann::ordered_json header;
+    Json header;
     try {
-        header = nlohmann::ordered_json::parse(text);
+        header = Json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         fail(path, ": corrupt safetensors header: ", e.what());
     }
@@ -129,61 +258,27 @@ SafetensorsData load_safetensors(const std::string& path) {
     out.path = path;
     const uint64_t data_start = 8 + header_size;
     const uint64_t data_size = file_size - data_start;
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // data_offsets of every tensor
-    std::vector<char> raw;
+    // Every entry is checked before any tensor is allocated or read.
+    std::vector<Entry> entries;
     try {
         for (const auto& [name, entry] : header.items()) {
             if (name == "__metadata__") {
+                check(entry.is_object(), path, ": corrupt safetensors header: __metadata__ is not an object");
                 for (const auto& [key, value] : entry.items()) out.metadata[key] = value.get<std::string>();
                 continue;
             }
-            const std::string dtype = entry.at("dtype").get<std::string>();
-            const size_t elem = dtype_size(dtype);
-            check(elem != 0, path, ": tensor '", name, "' has unsupported dtype ", dtype, " (F32, F64 and I64 are read)");
-            const auto dims = entry.at("shape").get<std::vector<int64_t>>();
-            check(dims.size() <= static_cast<size_t>(kMaxDims), path, ": tensor '", name, "' has ", dims.size(),
-                  " dimensions (at most ", kMaxDims, " are supported)");
-            const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-            check(offsets.size() == 2 && offsets[0] <= offsets[1] && offsets[1] <= data_size, path, ": tensor '", name,
-                  "' has data offsets outside the file");
-            // Element count from the byte range (bounded by the file), then compared with the shape.
-            uint64_t numel = 1;
-            for (int64_t d : dims) {
-                check(d >= 0 && (d == 0 || numel <= data_size / static_cast<uint64_t>(d)), path, ": tensor '", name,
-                      "' has an impossible shape");
-                numel *= static_cast<uint64_t>(d);
-            }
-            check(numel * elem == offsets[1] - offsets[0], path, ": tensor '", name, "' of shape ", Shape(dims),
-                  " does not match its ", offsets[1] - offsets[0], " bytes of data");
-            ranges.emplace_back(offsets[0], offsets[1]);
-            raw.resize(offsets[1] - offsets[0]);
-            in.seekg(static_cast<std::streamoff>(data_start + offsets[0]));
-            in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
-            check(in.good(), path, ": cannot read tensor '", name, "'");
-            Tensor t = empty(Shape(dims));
-            float* dst = t.data();
-            for (uint64_t i = 0; i < numel; ++i) {
-                const char* p = raw.data() + i * elem;
-                if (dtype == "F32") {
-                    std::memcpy(dst + i, p, 4);
-                } else if (dtype == "F64") {
-                    double v;
-                    std::memcpy(&v, p, 8);
-                    dst[i] = static_cast<float>(v);
-                } else {
-                    int64_t v;
-                    std::memcpy(&v, p, 8);
-                    dst[i] = static_cast<float>(v);
-                }
-            }
-            out.tensors.emplace_back(name, t);
-            out.dtypes[name] = dtype;
+            entries.push_back(parse_entry(path, name, entry, data_size));
         }
     } catch (const nlohmann::json::exception& e) {
         fail(path, ": corrupt safetensors header: ", e.what());
     }
     // As the format requires (and its reference reader checks): the tensors tile the data
-    // without gaps or overlaps, so no byte is read twice or left unexplained.
+    // without gaps or overlaps, so no byte is read twice or left unexplained. Empty tensors
+    // ([2, 0] at [0, 0]) take no bytes and may sit anywhere.
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (const Entry& e : entries) {
+        if (e.begin != e.end) ranges.emplace_back(e.begin, e.end);
+    }
     std::sort(ranges.begin(), ranges.end());
     uint64_t covered = 0;
     for (const auto& [begin, end] : ranges) {
@@ -193,6 +288,18 @@ SafetensorsData load_safetensors(const std::string& path) {
     }
     check(covered == data_size, path, ": the tensors cover ", covered, " of the file's ", data_size,
           " data bytes (truncated or corrupt file)");
+
+    std::vector<char> raw;
+    for (const Entry& e : entries) {
+        raw.resize(e.end - e.begin);
+        in.seekg(static_cast<std::streamoff>(data_start + e.begin));
+        in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+        check(in.good(), path, ": cannot read tensor '", e.name, "'");
+        Tensor t = empty(Shape(e.dims));
+        decode(e.dtype, raw.data(), e.numel, t.data());
+        out.tensors.emplace_back(e.name, t);
+        out.dtypes[e.name] = e.dtype;
+    }
     return out;
 }
 
@@ -200,6 +307,25 @@ void save(const Module& module, const std::string& path, const std::map<std::str
     save_safetensors(path, module.state_dict(), metadata);
 }
 
-void load(Module& module, const std::string& path) { module.load_state_dict(load_safetensors(path).tensors); }
+void load(Module& module, const SafetensorsData& data) {
+    const NamedTensors mine = module.state_dict();
+    NamedTensors state;
+    for (const auto& [name, source] : data.tensors) {
+        const Tensor target = find_tensor(mine, name);
+        check(target.defined(), data.path, ": unexpected key \"", name, "\" (the model has no such parameter or buffer)");
+        // PyTorch's rule for 0-dim entries saved as one-element lists (num_batches_tracked of
+        // shape [1], as older PyTorch wrote it).
+        const bool scalar_from_list = target.dim() == 0 && source.shape() == Shape{1};
+        check(scalar_from_list || source.shape() == target.shape(), data.path, ": size mismatch for ", name,
+              ": the file has shape ", source.shape(), ", the model ", target.shape());
+        state.emplace_back(name, scalar_from_list ? source.reshape(Shape{}) : source);
+    }
+    for (const auto& [name, target] : mine) {
+        check(find_tensor(state, name).defined(), data.path, ": missing key \"", name, "\" (the file has no such tensor)");
+    }
+    module.load_state_dict(state);  // cannot fail now: names and shapes were checked above
+}
+
+void load(Module& module, const std::string& path) { load(module, load_safetensors(path)); }
 
 }  // namespace normnet
