@@ -220,20 +220,30 @@ TEST_CASE("checkpoint: a failed write throws naming the path and keeps the old f
         CHECK(threw);
         CHECK_THAT(message, Contains(path) && Contains("cannot write"));
     }
-    SECTION("the folder is not writable") {
-        if (geteuid() == 0) {
-            WARN("running as root, which ignores folder permissions: read-only folder case not tested");
-            return;
-        }
-        fs::permissions(dir.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
-                        fs::perm_options::remove);
-        CHECK_THROWS_WITH(normnet::save_safetensors(path, big), Contains(path));
-        fs::permissions(dir.path, fs::perms::owner_all, fs::perm_options::add);
-    }
     // Whatever happened, the old checkpoint is whole and no temporary file is left behind.
     CHECK(read_file(path) == old_bytes);
     CHECK(normnet::load_safetensors(path).metadata.at("version") == "old");
     CHECK(files_in(dir.path) == std::vector<std::string>{"model.safetensors"});
+}
+
+TEST_CASE("checkpoint: on a read-only disk (or folder) a write fails naming the path and keeps the old file", "[checkpoint]") {
+    TempDir dir;
+    // As root, folder permissions do not stop writes; a read-only file system does.
+    normnet::test::Tmpfs disk(dir.path / "disk", 1 << 20);
+    if (geteuid() == 0 && !disk.mounted) NORMNET_SKIP("cannot mount a tmpfs (no CAP_SYS_ADMIN?): read-only disk not tested");
+    const std::string path = (disk.path / "model.safetensors").string();
+    normnet::save(*batchnorm_model(1), path, {{"version", "old"}});
+    const std::string old_bytes = read_file(path);
+    if (disk.mounted) {
+        REQUIRE(disk.make_read_only());
+    } else {
+        fs::permissions(disk.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                        fs::perm_options::remove);
+    }
+    CHECK_THROWS_WITH(normnet::save_safetensors(path, {{"w", normnet::ones({4})}}),
+                      Contains("cannot write " + path) && Contains(disk.mounted ? "Read-only file system" : "Permission denied"));
+    CHECK(read_file(path) == old_bytes);
+    CHECK(files_in(disk.path) == std::vector<std::string>{"model.safetensors"});
 }
 
 TEST_CASE("checkpoint: saving over an existing file replaces it whole", "[checkpoint]") {

@@ -302,8 +302,7 @@ TEST_CASE("idx: a forged gzip trailer cannot make the reader reserve more than t
 TEST_CASE("idx: real MNIST from data/mnist", "[idx][data]") {
     const std::string dir = std::string(NORMNET_SOURCE_DIR) + "/data/mnist";
     if (!fs::exists(dir + "/train-images-idx3-ubyte") && !fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
-        WARN("MNIST not found in " << dir << "; run data/fetch_mnist.sh to test with it");
-        return;
+        NORMNET_SKIP("MNIST not found in " << dir << " (run data/fetch_mnist.sh)");
     }
     const normnet::Dataset train = normnet::load_mnist_split(dir, "train");
     const normnet::Dataset test = normnet::load_mnist_split(dir, "test");
@@ -324,8 +323,7 @@ TEST_CASE("idx: real MNIST from data/mnist", "[idx][data]") {
 TEST_CASE("idx: real Fashion-MNIST from the Debian package", "[idx][data]") {
     const std::string dir = "/usr/share/datasets/fashion-mnist";
     if (!fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
-        WARN("Fashion-MNIST not found in " << dir << " (apt-get install dataset-fashion-mnist)");
-        return;
+        NORMNET_SKIP("Fashion-MNIST not found in " << dir << " (apt-get install dataset-fashion-mnist)");
     }
     const normnet::Dataset train = normnet::load_mnist_split(dir, "train");
     const normnet::Dataset test = normnet::load_mnist_split(dir, "test");

@@ -3,7 +3,7 @@
 // usage errors and 1 for the rest, and creates nothing; a good run writes its four files; eval
 // prints accuracy and the confusion matrix; a resumed run ends bit for bit where a straight one
 // does; and a 2,000-image run reaches a stated accuracy. Runs that need no real data use a tiny
-// synthetic MNIST-layout folder; the others skip (WARN) when data/mnist is absent.
+// synthetic MNIST-layout folder; the others skip visibly (ctest: Skipped) when data/mnist is absent.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -252,7 +252,7 @@ TEST_CASE("cli: a missing, corrupt or mismatched checkpoint exits with status 1 
 }
 
 TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and eval reads them", "[cli]") {
-    if (!have_mnist()) return;
+    NORMNET_REQUIRE_MNIST();
     TempDir dir;
     const std::string run = dir / "runs/first";
     const RunResult r = run_normnet({"train", "--data", mnist_dir(), "--limit", "2000", "--epochs", "1", "--threads", "2",
@@ -372,7 +372,7 @@ TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and 
 }
 
 TEST_CASE("cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for bit", "[cli][resume]") {
-    if (!have_mnist()) return;
+    NORMNET_REQUIRE_MNIST();
     TempDir dir;
     struct Variant {
         const char* name;
@@ -429,7 +429,7 @@ TEST_CASE("cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for bit",
 }
 
 TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 85% test accuracy", "[cli][smoke]") {
-    if (!have_mnist()) return;
+    NORMNET_REQUIRE_MNIST();
     // In process, through the Trainer the command drives; measured: 87.70% (1 and 2 threads).
     normnet::cli::RunConfig config;
     config.data_dir = mnist_dir();

@@ -50,7 +50,7 @@ const std::vector<std::string>& run_files() {
 }
 
 const std::vector<std::string>& checkpoint_files() {
-    static const std::vector<std::string> files{kModelFile, kStateFile, kNextStateFile};
+    static const std::vector<std::string> files{kModelFile};
     return files;
 }
 
@@ -61,7 +61,13 @@ void commit_checkpoint(const std::string& dir, CheckpointContents contents) {
     const std::string checksum = file_checksum(next);
     check(!checksum.empty(), "cannot read back ", next);
     contents.model_metadata[kStateChecksum] = checksum;
-    save_safetensors(in_folder(dir, kModelFile), contents.model, contents.model_metadata);
+    try {
+        save_safetensors(in_folder(dir, kModelFile), contents.model, contents.model_metadata);
+    } catch (const Error&) {
+        std::error_code ignored;
+        fs::remove(next, ignored);  // no model will ever name it
+        throw;
+    }
     std::error_code ec;
     fs::rename(next, in_folder(dir, kStateFile), ec);
     check(!ec, "cannot write ", in_folder(dir, kStateFile), ": ", ec.message());
@@ -130,9 +136,9 @@ void prepare_output_folder(const std::string& dir, const std::string& option, co
     for (const std::string& name : results) {
         if (fs::exists(fs::path(dir) / name, ec)) found += (found.empty() ? "" : ", ") + name;
     }
-    if (found.empty()) return;
-    check(overwrite, option, " ", dir, " already holds the outputs of an earlier run (", found, "): pass --overwrite to replace them",
-          alternative.empty() ? "" : ", " + alternative, ", or choose another folder");
+    check(found.empty() || overwrite, option, " ", dir, " already holds the outputs of an earlier run (", found,
+          "): pass --overwrite to replace them", alternative.empty() ? "" : ", " + alternative, ", or choose another folder");
+    // Overwritten outputs, or the leftovers of a run that never got as far as a result.
     for (const std::string& name : outputs) {
         fs::remove(fs::path(dir) / name, ec);
         check(!ec, option, " ", dir, ": cannot remove ", name, ": ", ec.message());

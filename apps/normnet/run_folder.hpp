@@ -55,8 +55,9 @@ void settle_checkpoint_folder(const LoadedCheckpoint& checkpoint);
 
 /// Makes `dir` ready for a command's outputs (`option` names it in errors, e.g. "--out"): creates
 /// it, removes stale temporaries, and refuses when it already holds any of `results` unless
-/// `overwrite` is set (then `outputs` are removed, in order) or `continuing` (a resumed run in
-/// its own folder). `alternative` completes the refusal's advice (e.g. "--resume DIR to continue it").
+/// `overwrite` is set or `continuing` (a resumed run in its own folder). Unless continuing, the
+/// old `outputs` are then removed, in order (overwritten, or leftovers of a run that produced no
+/// result). `alternative` completes the refusal's advice (e.g. "--resume DIR to continue it").
 void prepare_output_folder(const std::string& dir, const std::string& option, const std::vector<std::string>& results,
                            const std::vector<std::string>& outputs, bool overwrite, bool continuing,
                            const std::string& alternative = "");
@@ -64,8 +65,9 @@ void prepare_output_folder(const std::string& dir, const std::string& option, co
 /// The files a training run writes, in the order an overwrite removes them (the model first, so
 /// an interrupted overwrite never leaves a model beside a foreign state).
 const std::vector<std::string>& run_files();
-/// Those of them that hold results: a checkpoint. (A config.json or a metrics.csv without one is
-/// what a run that never finished an epoch leaves; nothing is lost by replacing it.)
+/// Those of them that hold results: the model file, a checkpoint's commit point. (Without it, a
+/// config.json, a metrics.csv or a training state is what a run that never committed a checkpoint
+/// leaves; nothing is lost by replacing them.)
 const std::vector<std::string>& checkpoint_files();
 
 }  // namespace normnet::cli
