@@ -47,10 +47,12 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs `normnet args...` in `cwd` (stdout through a pipe, so not a terminal; stderr to a file).
-inline RunResult run_normnet(const std::vector<std::string>& args, const fs::path& cwd) {
+// Runs `normnet args...` in `cwd` (stdout through a pipe, so not a terminal; stderr to a file);
+// `shell_prefix` runs first in the same shell (e.g. "ulimit -v 2000000").
+inline RunResult run_normnet(const std::vector<std::string>& args, const fs::path& cwd, const std::string& shell_prefix = "") {
     const fs::path err_file = cwd.parent_path() / "stderr.txt";
-    std::string command = "cd " + shell_quote(cwd.string()) + " && exec " + shell_quote(NORMNET_BINARY);
+    std::string command = (shell_prefix.empty() ? "" : shell_prefix + " && ") + "cd " + shell_quote(cwd.string()) +
+                          " && exec " + shell_quote(NORMNET_BINARY);
     for (const auto& a : args) command += " " + shell_quote(a);
     command += " 2>" + shell_quote(err_file.string()) + " </dev/null";
     RunResult r;
@@ -150,6 +152,12 @@ private:
     std::string output_;
 };
 
+// `args` followed by `more`: a call with extra options.
+inline std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
 // The comma-separated cells of one CSV line (no quoting: normnet's CSV files need none).
 inline std::vector<std::string> csv_cells(const std::string& line) {
     std::vector<std::string> cells;
@@ -188,8 +196,10 @@ inline void put_u32(std::string& out, uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
 }
 
-// An MNIST-layout folder of random 28x28 images, for runs that do not need real digits.
-inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t test) {
+// An MNIST-layout folder of random 28x28 images, for runs that do not need real digits. Image i
+// has label i mod 10; with `learnable`, that label's tenth of the pixels is brighter, so that a
+// model can learn something.
+inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t test, bool learnable = false) {
     fs::create_directories(dir);
     std::mt19937 rng(1234);
     for (const auto& [prefix, n] : {std::pair<std::string, uint32_t>{"train", train}, {"t10k", test}}) {
@@ -198,7 +208,10 @@ inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t 
         put_u32(images, n);
         put_u32(images, 28);
         put_u32(images, 28);
-        for (uint32_t i = 0; i < n * 784; ++i) images.push_back(static_cast<char>(rng() % 256));
+        for (uint32_t i = 0; i < n * 784; ++i) {
+            const bool bright = learnable && (i % 784) / 79 == (i / 784) % 10;
+            images.push_back(static_cast<char>(learnable ? rng() % 100 + (bright ? 150 : 0) : rng() % 256));
+        }
         put_u32(labels, 0x801);
         put_u32(labels, n);
         for (uint32_t i = 0; i < n; ++i) labels.push_back(static_cast<char>(i % 10));

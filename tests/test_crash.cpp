@@ -32,11 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-}
-
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // A small run whose epochs take milliseconds, so that many kills fit in a few seconds.
@@ -54,7 +49,7 @@ struct SmallRun {
     std::vector<std::string> launch(const std::string& out) const {
         const std::string model = (fs::path(out) / "model.safetensors").string();
         if (fs::exists(model)) return {"train", "--resume", model, "--data", data, "--threads", "1"};
-        return std::vector<std::string>{"train", "--out", out} + options;
+        return with({"train", "--out", out}, options);
     }
 };
 
@@ -196,7 +191,7 @@ TEST_CASE("crash: a full disk at every point of a run; each failure keeps the la
           "[crash][disk]") {
     SmallRun setup(6);
     const fs::path reference = setup.dir.path / "reference";
-    REQUIRE(run_normnet(setup.launch(reference.string()) + std::vector<std::string>{"--quiet"}, setup.dir.work()).status == 0);
+    REQUIRE(run_normnet(with(setup.launch(reference.string()), {"--quiet"}), setup.dir.work()).status == 0);
     Tmpfs disk(setup.dir.path / "disk", 2 << 20);
     if (!disk.mounted) NORMNET_SKIP("cannot mount a tmpfs (needs root): the full-disk test did not run");
     const fs::path run = disk.path / "run", filler = disk.path / "filler";
@@ -220,7 +215,7 @@ TEST_CASE("crash: a full disk at every point of a run; each failure keeps the la
             const std::string page(4096, '\0');
             for (uint64_t left = available - room; left >= page.size(); left -= page.size()) fill << page;
         }
-        const RunResult r = run_normnet(setup.launch(run.string()) + std::vector<std::string>{"--quiet"}, setup.dir.work());
+        const RunResult r = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
         INFO("room " << room << ": status " << r.status << "\nstderr: " << r.err);
         if (r.status == 0) {  // enough room for the rest of the run
             finished = true;
@@ -241,7 +236,7 @@ TEST_CASE("crash: a full disk at every point of a run; each failure keeps the la
     }
     fs::remove(filler);
     if (!finished) {
-        const RunResult last = run_normnet(setup.launch(run.string()) + std::vector<std::string>{"--quiet"}, setup.dir.work());
+        const RunResult last = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
         INFO(last.err);
         REQUIRE(last.status == 0);
     }
@@ -260,7 +255,7 @@ TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continu
     // Epochs of 6,000 batches (about 0.1 s), so that a signal 30 ms after one ends lands inside the next.
     SmallRun setup(3, 12000, "2");
     const fs::path reference = setup.dir.path / "reference";
-    REQUIRE(run_normnet(setup.launch(reference.string()) + std::vector<std::string>{"--quiet"}, setup.dir.work()).status == 0);
+    REQUIRE(run_normnet(with(setup.launch(reference.string()), {"--quiet"}), setup.dir.work()).status == 0);
     for (const int sig : {SIGINT, SIGTERM}) {
         const fs::path run = setup.dir.path / ("run" + std::to_string(sig));
         INFO("signal " << sig);
@@ -281,7 +276,7 @@ TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continu
         CHECK(model.metadata.count("normnet.batch") == 1);
         require_consistent_folder(run, "after the signal");
         CHECK(temporaries_in(run).empty());
-        const RunResult resumed = run_normnet(setup.launch(run.string()) + std::vector<std::string>{"--quiet"}, setup.dir.work());
+        const RunResult resumed = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
         INFO(resumed.err);
         REQUIRE(resumed.status == 0);
         require_same_run(run, reference);
@@ -297,7 +292,7 @@ TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continu
         CHECK((status == 128 + SIGINT || status == 130));
     }
     require_consistent_folder(run, "after two signals");
-    REQUIRE(run_normnet(setup.launch(run.string()) + std::vector<std::string>{"--quiet"}, setup.dir.work()).status == 0);
+    REQUIRE(run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work()).status == 0);
     require_same_run(run, reference);
 }
 
@@ -325,7 +320,7 @@ TEST_CASE("crash: a NaN loss stops the run naming where, keeps the last checkpoi
     SmallRun setup(3);
     const fs::path run = setup.dir.path / "run";
     SECTION("no checkpoint yet: nothing is left") {
-        const RunResult r = run_normnet(setup.launch(run.string()) + std::vector<std::string>{"--lr", "1e30", "--quiet"},
+        const RunResult r = run_normnet(with(setup.launch(run.string()), {"--lr", "1e30", "--quiet"}),
                                         setup.dir.work());
         INFO(r.err);
         CHECK(r.status == 1);
@@ -355,8 +350,7 @@ TEST_CASE("crash: a NaN loss stops the run naming where, keeps the last checkpoi
         CHECK(after == expected);
     }
     SECTION("--on-nan skip skips such steps and gives up when an epoch has no finite one") {
-        const RunResult r = run_normnet(setup.launch(run.string()) +
-                                            std::vector<std::string>{"--lr", "1e30", "--on-nan", "skip", "--quiet"},
+        const RunResult r = run_normnet(with(setup.launch(run.string()), {"--lr", "1e30", "--on-nan", "skip", "--quiet"}),
                                         setup.dir.work());
         INFO(r.err);
         CHECK(r.status == 1);

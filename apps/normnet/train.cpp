@@ -126,7 +126,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     if (!args.resume.empty()) {
         checkpoint = read_checkpoint(model_file_of(args.resume));
         const auto [spec, saved] = read_checkpoint_config(checkpoint.model);
-        check_file_fits(spec, checkpoint.model);
+        check_file_fits(spec, checkpoint.model, "--resume");
         config = merge_resumed(saved, config, cmd);
         as_usage_error([&] { config.validate(); });
     }
@@ -138,7 +138,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
             config.model = read_checkpoint_config(init).first;
             as_usage_error([&] { config.validate(); });
         }
-        check_file_fits(config.model, init);
+        check_file_fits(config.model, init, "--init-from");
     }
     config.threads = config.resolved_threads();
     set_num_threads(config.threads);

@@ -160,11 +160,11 @@ std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& ch
     return {spec, config};
 }
 
-void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights) {
+void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option) {
     double values = 0;
     for (const auto& [name, t] : weights.tensors) values += static_cast<double>(t.numel());
-    check(spec.linear_parameters() <= values, weights.path, ": its architecture metadata describes ", spec.str(), " (",
-          count_text(spec.linear_parameters()), " parameters in its Linear layers alone), but the file holds only ",
+    check(spec.linear_parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
+          " needs ", count_text(spec.linear_parameters()), " parameters in its Linear layers alone, but the file holds only ",
           count_text(values), " values");
 }
 

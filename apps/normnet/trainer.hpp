@@ -120,9 +120,9 @@ Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t
 /// Reads the architecture and training config stored in a checkpoint's metadata.
 std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& checkpoint);
 
-/// Throws normnet::Error unless `weights` could hold a model of `spec` (its Linear layers alone
-/// need linear_parameters() values): checked before building the model, so that metadata
-/// promising huge layers cannot make a small file allocate gigabytes.
-void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights);
+/// Throws normnet::Error (starting with `option`, when given) unless `weights` could hold a model
+/// of `spec` (its Linear layers alone need linear_parameters() values): checked before building
+/// the model, so that metadata promising huge layers cannot make a small file allocate gigabytes.
+void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option = "");
 
 }  // namespace normnet::cli
