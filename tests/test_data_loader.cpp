@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -314,4 +315,16 @@ TEST_CASE("data loader: bad options throw normnet::Error saying what is wrong", 
     Batch batch;
     CHECK_THROWS_WITH(loader.fill(3, batch), Contains("batch 3 out of range (3 batches)"));
     CHECK_THROWS_AS(loader.fill(-1, batch), Error);
+}
+
+TEST_CASE("data loader: a batch size near INT64_MAX gives one batch, without overflow", "[data]") {
+    const auto data = synthetic(10);
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    for (const bool drop_last : {false, true}) {
+        DataLoader loader(data, DataLoaderOptions{.batch_size = huge, .drop_last = drop_last});
+        CHECK(loader.num_batches() == (drop_last ? 0 : 1));
+        CHECK(epoch_order(loader) == (drop_last ? std::vector<int64_t>{} : identity(10)));
+    }
+    DataLoader loader(data, DataLoaderOptions{.batch_size = huge - 1});
+    CHECK(loader.num_batches() == 1);
 }

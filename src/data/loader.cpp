@@ -74,8 +74,9 @@ DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& o
 }
 
 int64_t DataLoader::num_batches() const {
+    // size_ / b rounded up, without forming size_ + b - 1 (which overflows for b near INT64_MAX).
     const int64_t b = options_.batch_size;
-    return options_.drop_last ? size_ / b : (size_ + b - 1) / b;
+    return size_ / b + (!options_.drop_last && size_ % b != 0 ? 1 : 0);
 }
 
 void DataLoader::shuffle_for_epoch(int64_t epoch) {
