@@ -5,6 +5,7 @@
 #include "normnet/autograd.hpp"
 #include "normnet/checkpoint.hpp"
 #include "normnet/data.hpp"
+#include "normnet/dist.hpp"
 #include "normnet/error.hpp"
 #include "normnet/export.hpp"
 #include "normnet/function.hpp"
