@@ -16,4 +16,5 @@
 #include "normnet/ops.hpp"
 #include "normnet/optim.hpp"
 #include "normnet/tensor.hpp"
+#include "normnet/text.hpp"
 #include "normnet/threads.hpp"
