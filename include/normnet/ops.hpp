@@ -90,4 +90,15 @@ NORMNET_API Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const
 NORMNET_API Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                             std::optional<double> eps = std::nullopt);
 
+// ---- attention.cpp ----------------------------------------------------------------------------
+/// softmax(query @ key^T * scale + mask) @ value over the last two dimensions (torch's
+/// F.scaled_dot_product_attention): query [*, L, E], key [*, S, E], value [*, S, Ev] -> [*, L, Ev].
+/// attn_mask broadcasts to [*, L, S]: bool (true = may attend) or float (added to the scores).
+/// is_causal masks j > i. scale defaults to 1 / sqrt(E). dropout_p drops attention weights
+/// (scaled by 1 / (1 - p)) with `generator` (the default generator when null).
+NORMNET_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                const Tensor& attn_mask = {}, double dropout_p = 0.0,
+                                                bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                                Generator* generator = nullptr);
+
 }  // namespace normnet
