@@ -188,4 +188,32 @@ NORMNET_API Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const
 NORMNET_API Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                             std::optional<double> eps = std::nullopt);
 
+// ---- rnn.cpp: recurrent layers, fused over the whole sequence ---------------------------------
+/// One LSTM layer (torch.nn.LSTM's cell, gates i, f, g, o) over a batch-first sequence input
+/// [N, T, I]: w_ih [4H, I], w_hh [4H, H], biases [4H] (either may be undefined), initial states
+/// h0, c0 [N, H] (undefined: zeros). Returns the hidden states [N, T, H]. With `lengths` (int64
+/// [N], each in [1, T]) sample n runs lengths[n] steps: later steps output zeros, keep its state
+/// and take no gradient. When c_n is given it receives the final cell states [N, H] (not
+/// differentiable; the final hidden states are last_step(output, lengths), which is).
+NORMNET_API Tensor lstm_layer(const Tensor& input, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
+                              const Tensor& w_hh, const Tensor& b_ih = {}, const Tensor& b_hh = {},
+                              const Tensor& lengths = {}, Tensor* c_n = nullptr);
+/// One GRU layer (torch.nn.GRU's cell, gates r, z, n) over a batch-first sequence, as lstm_layer:
+/// w_ih [3H, I], w_hh [3H, H], biases [3H], h0 [N, H].
+NORMNET_API Tensor gru_layer(const Tensor& input, const Tensor& h0, const Tensor& w_ih, const Tensor& w_hh,
+                             const Tensor& b_ih = {}, const Tensor& b_hh = {}, const Tensor& lengths = {});
+/// output [N, T, H] at each sample's last step (lengths[n] - 1, or T - 1 without lengths) -> [N, H].
+NORMNET_API Tensor last_step(const Tensor& output, const Tensor& lengths = {});
+
+// ---- attention.cpp ----------------------------------------------------------------------------
+/// softmax(query @ key^T * scale + mask) @ value over the last two dimensions (torch's
+/// F.scaled_dot_product_attention): query [*, L, E], key [*, S, E], value [*, S, Ev] -> [*, L, Ev].
+/// attn_mask broadcasts to [*, L, S]: bool (true = may attend) or float (added to the scores).
+/// is_causal masks j > i. scale defaults to 1 / sqrt(E). dropout_p drops attention weights
+/// (scaled by 1 / (1 - p)) with `generator` (the default generator when null).
+NORMNET_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                const Tensor& attn_mask = {}, double dropout_p = 0.0,
+                                                bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                                Generator* generator = nullptr);
+
 }  // namespace normnet
