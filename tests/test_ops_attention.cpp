@@ -41,7 +41,7 @@ TEST_CASE("attention: gradcheck, with a mask and with dropout", "[ops][attention
     check(gradcheck(
         [](const std::vector<Tensor>& in) {
             Generator dropout_gen(11);
-            return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.3, false, std::nullopt, &dropout_gen);
+            return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.3, false, std::nullopt, dropout_gen);
         },
         {q, k, v}));
     check(gradcheck([](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true); },
@@ -56,8 +56,8 @@ TEST_CASE("attention: dropout keeps 1 - p of the weights, scaled, and a seeded g
     for (int64_t i = 0; i < S; ++i) v.data()[i * S + i] = 1.0f;
     Generator a(3), b(3);
     const double p = 0.25;
-    const std::vector<float> out = scaled_dot_product_attention(q, k, v, {}, p, false, std::nullopt, &a).to_vector();
-    CHECK(out == scaled_dot_product_attention(q, k, v, {}, p, false, std::nullopt, &b).to_vector());
+    const std::vector<float> out = scaled_dot_product_attention(q, k, v, {}, p, false, std::nullopt, a).to_vector();
+    CHECK(out == scaled_dot_product_attention(q, k, v, {}, p, false, std::nullopt, b).to_vector());
     int64_t dropped = 0;
     for (float x : out) {
         if (x == 0.0f) {

@@ -210,10 +210,10 @@ NORMNET_API Tensor last_step(const Tensor& output, const Tensor& lengths = {});
 /// F.scaled_dot_product_attention): query [*, L, E], key [*, S, E], value [*, S, Ev] -> [*, L, Ev].
 /// attn_mask broadcasts to [*, L, S]: bool (true = may attend) or float (added to the scores).
 /// is_causal masks j > i. scale defaults to 1 / sqrt(E). dropout_p drops attention weights
-/// (scaled by 1 / (1 - p)) with `generator` (the default generator when null).
+/// (scaled by 1 / (1 - p)) with random numbers from `generator`.
 NORMNET_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                                 const Tensor& attn_mask = {}, double dropout_p = 0.0,
                                                 bool is_causal = false, std::optional<double> scale = std::nullopt,
-                                                Generator* generator = nullptr);
+                                                Generator& generator = default_generator());
 
 }  // namespace normnet

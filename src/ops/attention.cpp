@@ -128,7 +128,7 @@ Tensor additive_mask(const Tensor& mask, const Shape& batch, int64_t L, int64_t 
 }  // namespace detail
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
-                                    double dropout_p, bool is_causal, std::optional<double> scale, Generator* generator) {
+                                    double dropout_p, bool is_causal, std::optional<double> scale, Generator& generator) {
     const char* op = "scaled_dot_product_attention";
     for (const Tensor* t : {&query, &key, &value}) {
         NORMNET_CHECK(t->dtype() == kFloat32, op, ": expected float32 query, key and value, got ", t->dtype());
@@ -157,9 +157,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     Tensor p = empty(dropout ? Shape{2, d.B, d.L, d.S} : Shape{d.B, d.L, d.S});
     Tensor keep = dropout ? empty({d.B, d.L, d.S}, kBool) : Tensor();
     if (dropout) {
-        Generator& gen = generator ? *generator : default_generator();
         bool* kp = keep.data_ptr<bool>();
-        for (int64_t i = 0; i < keep.numel(); ++i) kp[i] = gen.uniform() >= static_cast<float>(dropout_p);
+        for (int64_t i = 0; i < keep.numel(); ++i) kp[i] = generator.uniform() >= static_cast<float>(dropout_p);
     }
     const float keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
     Shape out_shape = batch;
