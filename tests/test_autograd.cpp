@@ -39,11 +39,14 @@ TEST_CASE("autograd: a chain of 100,000 ops runs backward and frees without recu
     y.backward();
     CHECK(x.grad().item() == 1.0f);
     CHECK(y.item() == 100001.0f);
-    // A chain that is never backwarded must also be destroyed without deep recursion.
-    Tensor z = x;
-    for (int i = 0; i < 100000; ++i) z = mul(z, 1.0f);
+    // A chain that is never backwarded must also be destroyed without deep recursion, and be
+    // destroyed: its first node goes with its last handle.
+    Tensor z = mul(x, 1.0f);
+    const std::weak_ptr<Node> first = z.grad_fn();
+    for (int i = 1; i < 100000; ++i) z = mul(z, 1.0f);
+    CHECK_FALSE(first.expired());  // kept alive by the chain
     z = Tensor();
-    SUCCEED();
+    CHECK(first.expired());
 }
 
 TEST_CASE("autograd: NoGradGuard records nothing", "[autograd]") {
@@ -72,18 +75,28 @@ TEST_CASE("autograd: clear errors for tensors without grad and for a freed graph
     CHECK_THROWS_WITH(sum(h).backward(), Catch::Contains("already freed"));
 }
 
-TEST_CASE("autograd: saved tensors are released after backward; memory stays flat", "[autograd]") {
+TEST_CASE("autograd: saved tensors are released after backward, while the graph's root is still held", "[autograd]") {
     manual_seed(0);
     Sequential model{Linear(32, 64), ReLU(), LayerNorm({64}), Linear(64, 10)};
     Tensor x = rand({16, 32});
     std::vector<int64_t> y(16, 3);
+    // Who holds the storage of the input and of every parameter: the forward's nodes save them
+    // (Linear saves its input and weight, LayerNorm its weight), backward must let them go.
+    std::vector<Tensor> watched = model.parameters();
+    watched.push_back(x);
+    const auto holders = [&] {
+        std::vector<long> counts;
+        for (const Tensor& t : watched) counts.push_back(t.impl().storage.use_count());
+        return counts;
+    };
+    const std::vector<long> before = holders();
     const auto step = [&] {
         model.zero_grad();
         Tensor loss = cross_entropy(model(x), y);
+        CHECK(holders() != before);  // saved by the graph
         loss.backward();
-        // The root keeps its nodes alive, but their saved activations must be gone.
-        auto* node = loss.grad_fn().get();
-        CHECK(node->released_);
+        // The root keeps its nodes alive, but their saved tensors must be gone.
+        CHECK(holders() == before);
     };
     for (int i = 0; i < 3; ++i) step();
     // Every intermediate tensor returned to the caching allocator: the same steps again

@@ -426,6 +426,26 @@ TEST_CASE("cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for bit",
     }
 }
 
+TEST_CASE("cli: BatchNorm drops a last batch of one sample, the other norms keep it", "[cli]") {
+    ThreadsGuard threads_guard;
+    normnet::set_num_threads(1);
+    auto data = std::make_shared<normnet::Dataset>();
+    data->images = {.count = 33, .rows = 28, .cols = 28, .pixels = std::vector<uint8_t>(33 * 784, 7)};
+    for (int i = 0; i < 33; ++i) data->labels.push_back(static_cast<uint8_t>(i % 10));
+    normnet::cli::RunConfig config;
+    config.model.hidden = {8};
+    config.batch_size = 32;
+    config.epochs = 1;
+    config.threads = 1;
+    for (const char* norm : {"batch", "layer"}) {
+        INFO(norm);
+        config.model.norm = norm;
+        normnet::cli::Trainer trainer(config, data, data);
+        CHECK(trainer.batches_per_epoch() == (config.model.norm == "batch" ? 1 : 2));
+        CHECK_NOTHROW(trainer.run_epoch());  // BatchNorm would fail on a batch of one sample
+    }
+}
+
 TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 85% test accuracy", "[cli][smoke]") {
     NORMNET_REQUIRE_MNIST();
     // In process, through the Trainer the command drives; measured: 87.70% (1 and 2 threads).
