@@ -4,6 +4,8 @@
 // corrupt or hostile file is an error, never a huge allocation or undefined behaviour.
 #include "normnet/checkpoint.hpp"
 
+#include "tensor_impl.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -31,17 +33,27 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
 constexpr std::string_view kTmpMarker = ".tmp";
 
-bool stored_as_int64(const std::string& name) {
-    const std::string suffix = "num_batches_tracked";
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+// The safetensors dtype a tensor is stored as: its own.
+const char* stored_dtype(const Tensor& t) {
+    switch (t.dtype()) {
+        case kInt64: return "I64";
+        case kBool: return "BOOL";
+        case kFloat32: break;
+    }
+    return "F32";
 }
 
 size_t dtype_size(const std::string& dtype) {
     if (dtype == "F32") return 4;
     if (dtype == "F64" || dtype == "I64") return 8;
     if (dtype == "F16" || dtype == "BF16") return 2;
+    if (dtype == "BOOL") return 1;
     return 0;
 }
+
+// The dtype a stored tensor is read into: integers and booleans keep theirs, floating-point
+// values (F32, F64, F16, BF16) become float32.
+Dtype loaded_dtype(const std::string& dtype) { return dtype == "I64" ? kInt64 : dtype == "BOOL" ? kBool : kFloat32; }
 
 // IEEE binary16 to float32. Every half value is a float value, so this is exact; NaN payloads
 // and the sign of zero are kept.
@@ -69,14 +81,18 @@ void convert(const char* src, uint64_t numel, float* dst, Convert to_float) {
     }
 }
 
-// `numel` elements of `dtype` at `src` as float32 at `dst`.
-void decode(const std::string& dtype, const char* src, uint64_t numel, float* dst) {
+// `numel` elements of `dtype` at `src` into t (of loaded_dtype(dtype)); `where` names the tensor.
+void decode(const std::string& dtype, const char* src, uint64_t numel, const Tensor& t, const std::string& where) {
     if (numel == 0) return;  // an empty tensor's data pointer may be null
-    if (dtype == "F32") std::memcpy(dst, src, numel * 4);
-    if (dtype == "F64") convert<double>(src, numel, dst, [](double v) { return static_cast<float>(v); });
-    if (dtype == "I64") convert<int64_t>(src, numel, dst, [](int64_t v) { return static_cast<float>(v); });
-    if (dtype == "F16") convert<uint16_t>(src, numel, dst, half_to_float);
-    if (dtype == "BF16") convert<uint16_t>(src, numel, dst, bfloat16_to_float);
+    if (dtype == "I64" || dtype == "F32") std::memcpy(t.impl().bytes(), src, numel * dtype_size(dtype));
+    if (dtype == "BOOL") {
+        // Any byte but 0 and 1 would be an invalid bool.
+        for (uint64_t i = 0; i < numel; ++i) NORMNET_CHECK(src[i] == 0 || src[i] == 1, where, " holds a BOOL byte other than 0 or 1");
+        std::memcpy(t.impl().bytes(), src, numel);
+    }
+    if (dtype == "F64") convert<double>(src, numel, t.data(), [](double v) { return static_cast<float>(v); });
+    if (dtype == "F16") convert<uint16_t>(src, numel, t.data(), half_to_float);
+    if (dtype == "BF16") convert<uint16_t>(src, numel, t.data(), bfloat16_to_float);
 }
 
 // One tensor's header entry, checked: a known dtype, integer sizes, offsets inside the data.
@@ -90,29 +106,29 @@ struct Entry {
 // truncated: converting one outside int64's range would be undefined behaviour.
 std::vector<Json> integer_list(const Json& entry, const char* key, const std::string& where) {
     const Json& list = entry.at(key);
-    check(list.is_array(), where, " has a \"", key, "\" that is not a list");
-    for (const Json& v : list) check(v.is_number_integer(), where, " has a non-integer \"", key, "\" value ", v.dump());
+    NORMNET_CHECK(list.is_array(), where, " has a \"", key, "\" that is not a list");
+    for (const Json& v : list) NORMNET_CHECK(v.is_number_integer(), where, " has a non-integer \"", key, "\" value ", v.dump());
     return list.get<std::vector<Json>>();
 }
 
 Entry parse_entry(const std::string& path, const std::string& name, const Json& json, uint64_t data_size) {
     const std::string where = path + ": tensor '" + name + "'";
-    check(json.is_object(), where, " is not a JSON object");
+    NORMNET_CHECK(json.is_object(), where, " is not a JSON object");
     Entry e;
     e.name = name;
     e.dtype = json.at("dtype").get<std::string>();
-    check(dtype_size(e.dtype) != 0, where, " has unsupported dtype ", e.dtype, " (F32, F64, F16, BF16 and I64 are read)");
+    NORMNET_CHECK(dtype_size(e.dtype) != 0, where, " has unsupported dtype ", e.dtype, " (F32, F64, F16, BF16, I64 and BOOL are read)");
     const std::vector<Json> dims = integer_list(json, "shape", where);
-    check(dims.size() <= static_cast<size_t>(kMaxDims), where, " has ", dims.size(), " dimensions (at most ", kMaxDims,
+    NORMNET_CHECK(dims.size() <= static_cast<size_t>(kMaxDims), where, " has ", dims.size(), " dimensions (at most ", kMaxDims,
           " are supported)");
     // The product of the non-zero sizes must fit int64 (strides are computed from it), even
     // when a zero size makes the tensor empty.
     uint64_t product = 1;
     bool empty = false;
     for (const Json& d : dims) {
-        check(d.is_number_unsigned(), where, " has an impossible shape (negative size ", d.dump(), ")");
+        NORMNET_CHECK(d.is_number_unsigned(), where, " has an impossible shape (negative size ", d.dump(), ")");
         const uint64_t size = d.get<uint64_t>();
-        check(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
+        NORMNET_CHECK(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
                   (size == 0 || product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / size),
               where, " has an impossible shape (its sizes multiply past 2^63)");
         if (size == 0) empty = true;
@@ -121,13 +137,13 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
     }
     e.numel = empty ? 0 : product;
     const std::vector<Json> offsets = integer_list(json, "data_offsets", where);
-    check(offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(), where,
+    NORMNET_CHECK(offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(), where,
           " has data offsets outside the file");
     e.begin = offsets[0].get<uint64_t>();
     e.end = offsets[1].get<uint64_t>();
-    check(e.begin <= e.end && e.end <= data_size, where, " has data offsets outside the file");
+    NORMNET_CHECK(e.begin <= e.end && e.end <= data_size, where, " has data offsets outside the file");
     const uint64_t bytes = e.end - e.begin, elem = dtype_size(e.dtype);
-    check(e.numel <= bytes / elem && e.numel * elem == bytes, where, " of shape ", Shape(e.dims), " (", e.dtype,
+    NORMNET_CHECK(e.numel <= bytes / elem && e.numel * elem == bytes, where, " of shape ", Shape(e.dims), " (", e.dtype,
           ") does not match its ", bytes, " bytes of data");
     return e;
 }
@@ -145,7 +161,7 @@ pid_t temporary_owner(const std::string& name) {
 
 Tensor SafetensorsData::at(const std::string& name) const {
     Tensor t = find_tensor(tensors, name);
-    check(t.defined(), path, ": no tensor named '", name, "'");
+    NORMNET_CHECK(t.defined(), path, ": no tensor named '", name, "'");
     return t;
 }
 
@@ -153,7 +169,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     fs::path tmp(path);
     tmp += std::string(kTmpMarker) + std::to_string(::getpid());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    check(fd >= 0, "cannot write ", path, ": ", std::strerror(errno));
+    NORMNET_CHECK(fd >= 0, "cannot write ", path, ": ", std::strerror(errno));
     const auto give_up = [&](int error, bool open) {
         if (open) ::close(fd);
         ::unlink(tmp.c_str());
@@ -199,10 +215,10 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     if (!metadata.empty()) header["__metadata__"] = metadata;
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
-        check(name != "__metadata__" && header.find(name) == header.end(), "save_safetensors: duplicate or reserved name '",
+        NORMNET_CHECK(name != "__metadata__" && header.find(name) == header.end(), "save_safetensors: duplicate or reserved name '",
               name, "'");
-        const uint64_t bytes = static_cast<uint64_t>(t.numel()) * (stored_as_int64(name) ? 8 : 4);
-        header[name] = {{"dtype", stored_as_int64(name) ? "I64" : "F32"},
+        const uint64_t bytes = static_cast<uint64_t>(t.numel() * element_size(t.dtype()));
+        header[name] = {{"dtype", stored_dtype(t)},
                         {"shape", t.shape().vec()},
                         {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
@@ -216,43 +232,36 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     file.reserve(8 + text.size() + offset);
     file += text;
     for (const auto& [name, t] : tensors) {
-        const std::vector<float> values = t.to_vector();
-        if (stored_as_int64(name)) {
-            for (float v : values) {
-                const auto i = static_cast<int64_t>(v);
-                file.append(reinterpret_cast<const char*>(&i), 8);
-            }
-        } else {
-            file.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-        }
+        const Tensor c = t.contiguous();
+        file.append(c.impl().bytes(), static_cast<size_t>(c.numel() * element_size(c.dtype())));
     }
     write_file_atomic(path, file);
 }
 
 SafetensorsData load_safetensors(const std::string& path) {
     std::error_code ec;
-    check(!fs::is_directory(path, ec), "cannot read ", path, ": it is a folder, not a safetensors file");
+    NORMNET_CHECK(!fs::is_directory(path, ec), "cannot read ", path, ": it is a folder, not a safetensors file");
     std::ifstream in(path, std::ios::binary);
-    check(in.good(), "cannot open ", path, ": ", std::strerror(errno));
+    NORMNET_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
     in.seekg(0, std::ios::end);
     const auto file_size = static_cast<uint64_t>(in.tellg());
     in.seekg(0);
-    check(in.good() && file_size != static_cast<uint64_t>(-1), "cannot read ", path, " (not a regular file)");
-    check(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
+    NORMNET_CHECK(in.good() && file_size != static_cast<uint64_t>(-1), "cannot read ", path, " (not a regular file)");
+    NORMNET_CHECK(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
     uint64_t header_size = 0;
     in.read(reinterpret_cast<char*>(&header_size), 8);
-    check(header_size <= kMaxHeaderBytes && header_size <= file_size - 8, path, ": corrupt safetensors header length ",
+    NORMNET_CHECK(header_size <= kMaxHeaderBytes && header_size <= file_size - 8, path, ": corrupt safetensors header length ",
           header_size, " (file has ", file_size, " bytes)");
     std::string text(header_size, '\0');
     in.read(text.data(), static_cast<std::streamsize>(header_size));
-    check(in.good(), path, ": cannot read the safetensors header");
+    NORMNET_CHECK(in.good(), path, ": cannot read the safetensors header");
     Json header;
     try {
         header = Json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         fail(path, ": corrupt safetensors header: ", e.what());
     }
-    check(header.is_object(), path, ": corrupt safetensors header: not a JSON object");
+    NORMNET_CHECK(header.is_object(), path, ": corrupt safetensors header: not a JSON object");
 
     SafetensorsData out;
     out.path = path;
@@ -263,7 +272,7 @@ SafetensorsData load_safetensors(const std::string& path) {
     try {
         for (const auto& [name, entry] : header.items()) {
             if (name == "__metadata__") {
-                check(entry.is_object(), path, ": corrupt safetensors header: __metadata__ is not an object");
+                NORMNET_CHECK(entry.is_object(), path, ": corrupt safetensors header: __metadata__ is not an object");
                 for (const auto& [key, value] : entry.items()) out.metadata[key] = value.get<std::string>();
                 continue;
             }
@@ -282,11 +291,11 @@ SafetensorsData load_safetensors(const std::string& path) {
     std::sort(ranges.begin(), ranges.end());
     uint64_t covered = 0;
     for (const auto& [begin, end] : ranges) {
-        check(begin == covered, path, ": tensor data offsets overlap or leave a gap at byte ", std::min(begin, covered),
+        NORMNET_CHECK(begin == covered, path, ": tensor data offsets overlap or leave a gap at byte ", std::min(begin, covered),
               " (corrupt file)");
         covered = end;
     }
-    check(covered == data_size, path, ": the tensors cover ", covered, " of the file's ", data_size,
+    NORMNET_CHECK(covered == data_size, path, ": the tensors cover ", covered, " of the file's ", data_size,
           " data bytes (truncated or corrupt file)");
 
     std::vector<char> raw;
@@ -294,9 +303,9 @@ SafetensorsData load_safetensors(const std::string& path) {
         raw.resize(e.end - e.begin);
         in.seekg(static_cast<std::streamoff>(data_start + e.begin));
         in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
-        check(in.good(), path, ": cannot read tensor '", e.name, "'");
-        Tensor t = empty(Shape(e.dims));
-        decode(e.dtype, raw.data(), e.numel, t.data());
+        NORMNET_CHECK(in.good(), path, ": cannot read tensor '", e.name, "'");
+        Tensor t = empty(Shape(e.dims), loaded_dtype(e.dtype));
+        decode(e.dtype, raw.data(), e.numel, t, path + ": tensor '" + e.name + "'");
         out.tensors.emplace_back(e.name, t);
         out.dtypes[e.name] = e.dtype;
     }
@@ -312,16 +321,16 @@ void load(Module& module, const SafetensorsData& data) {
     NamedTensors state;
     for (const auto& [name, source] : data.tensors) {
         const Tensor target = find_tensor(mine, name);
-        check(target.defined(), data.path, ": unexpected key \"", name, "\" (the model has no such parameter or buffer)");
+        NORMNET_CHECK(target.defined(), data.path, ": unexpected key \"", name, "\" (the model has no such parameter or buffer)");
         // PyTorch's rule for 0-dim entries saved as one-element lists (num_batches_tracked of
         // shape [1], as older PyTorch wrote it).
         const bool scalar_from_list = target.dim() == 0 && source.shape() == Shape{1};
-        check(scalar_from_list || source.shape() == target.shape(), data.path, ": size mismatch for ", name,
+        NORMNET_CHECK(scalar_from_list || source.shape() == target.shape(), data.path, ": size mismatch for ", name,
               ": the file has shape ", source.shape(), ", the model ", target.shape());
         state.emplace_back(name, scalar_from_list ? source.reshape(Shape{}) : source);
     }
     for (const auto& [name, target] : mine) {
-        check(find_tensor(state, name).defined(), data.path, ": missing key \"", name, "\" (the file has no such tensor)");
+        NORMNET_CHECK(find_tensor(state, name).defined(), data.path, ": missing key \"", name, "\" (the file has no such tensor)");
     }
     module.load_state_dict(state);  // cannot fail now: names and shapes were checked above
 }

@@ -3,13 +3,14 @@
 // first free of heap traffic, as PyTorch's caching allocators do. Builds with sanitizers
 // (NORMNET_NO_POOL) go straight to the heap so use-after-free is still caught.
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <mutex>
 #include <new>
 
 #include "memory.hpp"
-#include "normnet/detail/pool.hpp"
+#include "pool.hpp"
 #include "normnet/tensor.hpp"
 
 namespace normnet::detail {
@@ -99,9 +100,17 @@ void pool_deallocate(void* block, std::size_t bytes) noexcept {
     ::operator delete(block);
 }
 
-float* buffer_allocate(int64_t numel) {
-    const std::size_t bytes = static_cast<std::size_t>(numel > 0 ? numel : 1) * sizeof(float);
+namespace {
+std::atomic<int64_t> g_bytes_in_use{0};
+std::size_t buffer_bytes(int64_t bytes) { return static_cast<std::size_t>(bytes > 0 ? bytes : 1); }
+}  // namespace
+
+int64_t buffer_bytes_in_use() noexcept { return g_bytes_in_use.load(std::memory_order_relaxed); }
+
+void* buffer_allocate(int64_t requested) {
+    const std::size_t bytes = buffer_bytes(requested);
     const auto [c, rounded] = buffer_class(bytes);
+    g_bytes_in_use.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 #ifndef NORMNET_NO_POOL
     Lists& l = lists();
     std::lock_guard lock(l.mutex);
@@ -112,15 +121,16 @@ float* buffer_allocate(int64_t numel) {
     }
     if (FreeBlock* b = head) {
         head = b->next;
-        return reinterpret_cast<float*>(b);
+        return b;
     }
 #endif
-    return static_cast<float*>(::operator new(rounded, std::align_val_t(kBufferAlign)));
+    return ::operator new(rounded, std::align_val_t(kBufferAlign));
 }
 
-void buffer_deallocate(float* data, int64_t numel) noexcept {
+void buffer_deallocate(void* data, int64_t requested) noexcept {
+    const std::size_t bytes = buffer_bytes(requested);
+    g_bytes_in_use.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 #ifndef NORMNET_NO_POOL
-    const std::size_t bytes = static_cast<std::size_t>(numel > 0 ? numel : 1) * sizeof(float);
     const int c = buffer_class(bytes).first;
     Lists& l = lists();
     std::lock_guard lock(l.mutex);
@@ -128,7 +138,6 @@ void buffer_deallocate(float* data, int64_t numel) noexcept {
     b->next = l.buffers[static_cast<std::size_t>(c)];
     l.buffers[static_cast<std::size_t>(c)] = b;
 #else
-    (void)numel;
     ::operator delete(data, std::align_val_t(kBufferAlign));
 #endif
 }

@@ -5,10 +5,13 @@
 
 namespace normnet::detail {
 
-/// A 64-byte aligned buffer for `numel` floats, reused from the cache when one of its size class is free.
-float* buffer_allocate(int64_t numel);
-/// Returns a buffer obtained from buffer_allocate(numel) to the cache.
-void buffer_deallocate(float* data, int64_t numel) noexcept;
+/// A 64-byte aligned buffer of `bytes` bytes, reused from the cache when one of its size class is free.
+void* buffer_allocate(int64_t bytes);
+/// Returns a buffer obtained from buffer_allocate(bytes) to the cache.
+void buffer_deallocate(void* data, int64_t bytes) noexcept;
+/// Bytes of tensor buffers handed out and not yet returned (what live tensors hold), for tests
+/// that check memory is given back.
+int64_t buffer_bytes_in_use() noexcept;
 /// Frees every cached tensor buffer (the small-object slabs stay).
 void release_cached_memory() noexcept;
 

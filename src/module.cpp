@@ -36,18 +36,18 @@ std::string Module::type_name() const {
 namespace {
 void check_new_name(const std::string& name, const NamedTensors& params, const NamedTensors& buffers,
                     const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children) {
-    check(!name.empty() && name.find('.') == std::string::npos, "invalid module member name '", name,
+    NORMNET_CHECK(!name.empty() && name.find('.') == std::string::npos, "invalid module member name '", name,
           "': it must be non-empty and contain no '.'");
     bool taken = !find_tensor(params, name).defined() && !find_tensor(buffers, name).defined();
     for (const auto& [key, child] : children) taken = taken && key != name;
-    check(taken, "attribute '", name, "' is already registered");
+    NORMNET_CHECK(taken, "attribute '", name, "' is already registered");
 }
 }  // namespace
 
 Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
     check_new_name(name, parameters_, buffers_, children_);
-    check(tensor.defined(), "register_parameter: '", name, "' is an undefined tensor");
-    check(tensor.is_leaf(), "register_parameter: '", name, "' must be a leaf tensor (detach it first)");
+    NORMNET_CHECK(tensor.defined(), "register_parameter: '", name, "' is an undefined tensor");
+    NORMNET_CHECK(tensor.is_leaf(), "register_parameter: '", name, "' must be a leaf tensor (detach it first)");
     tensor.requires_grad_(requires_grad);
     parameters_.emplace_back(name, tensor);
     return tensor;
@@ -55,14 +55,14 @@ Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool r
 
 Tensor Module::register_buffer(const std::string& name, Tensor tensor) {
     check_new_name(name, parameters_, buffers_, children_);
-    check(tensor.defined(), "register_buffer: '", name, "' is an undefined tensor");
+    NORMNET_CHECK(tensor.defined(), "register_buffer: '", name, "' is an undefined tensor");
     buffers_.emplace_back(name, tensor);
     return tensor;
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
     check_new_name(name, parameters_, buffers_, children_);
-    check(module != nullptr, "register_module: '", name, "' is null");
+    NORMNET_CHECK(module != nullptr, "register_module: '", name, "' is null");
     children_.emplace_back(name, std::move(module));
 }
 
@@ -111,17 +111,17 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     const NamedTensors mine = state_dict();
     if (strict) {
         for (const auto& [name, t] : state) {
-            check(find_tensor(mine, name).defined(), "load_state_dict: unexpected key \"", name, "\" in state_dict");
+            NORMNET_CHECK(find_tensor(mine, name).defined(), "load_state_dict: unexpected key \"", name, "\" in state_dict");
         }
     }
     NoGradGuard no_grad;
     for (const auto& [name, target] : mine) {
         const Tensor source = find_tensor(state, name);
         if (!source.defined()) {
-            check(!strict, "load_state_dict: missing key \"", name, "\" in state_dict");
+            NORMNET_CHECK(!strict, "load_state_dict: missing key \"", name, "\" in state_dict");
             continue;
         }
-        check(source.shape() == target.shape(), "load_state_dict: size mismatch for ", name,
+        NORMNET_CHECK(source.shape() == target.shape(), "load_state_dict: size mismatch for ", name,
               ": copying a param with shape ", source.shape(), ", the shape in current model is ",
               target.shape());
         target.detach().copy_(source);

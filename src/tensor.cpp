@@ -1,5 +1,5 @@
-// Tensor basics: shapes, storage, the random generator, factories, in-place updates and
-// PyTorch-style printing. Views (view, transpose, narrow, ...) live in ops/shape.cpp because
+// Tensor basics: shapes, dtypes, storage, the random generator, factories, in-place updates
+// and PyTorch-style printing. Views (view, transpose, narrow, ...) live in ops/shape.cpp because
 // they are differentiable.
 #include "normnet/tensor.hpp"
 
@@ -13,8 +13,9 @@
 #include <sstream>
 
 #include "memory.hpp"
-#include "normnet/autograd.hpp"
+#include "ops/op.hpp"
 #include "strided.hpp"
+#include "tensor_impl.hpp"
 
 namespace normnet {
 
@@ -23,13 +24,13 @@ namespace normnet {
 Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
 Shape::Shape(const std::vector<int64_t>& dims) : Shape(std::span<const int64_t>(dims)) {}
 Shape::Shape(std::span<const int64_t> dims) {
-    check(dims.size() <= static_cast<size_t>(kMaxDims), "a tensor has at most ", kMaxDims, " dimensions, got ",
-          dims.size());
+    NORMNET_CHECK(dims.size() <= static_cast<size_t>(kMaxDims), "a tensor has at most ", kMaxDims,
+                  " dimensions, got ", dims.size());
     for (int64_t v : dims) push_back(v);
 }
 
 void Shape::push_back(int64_t v) {
-    check(n_ < kMaxDims, "a tensor has at most ", kMaxDims, " dimensions");
+    NORMNET_CHECK(n_ < kMaxDims, "a tensor has at most ", kMaxDims, " dimensions");
     d_[static_cast<size_t>(n_++)] = v;
 }
 
@@ -42,21 +43,32 @@ std::string Shape::str() const {
     return s + "]";
 }
 
-bool operator==(const Shape& a, const Shape& b) {
-    return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+
+// ---------------------------------------------------------------- Dtype
+
+const char* dtype_name(Dtype dtype) {
+    switch (dtype) {
+        case Dtype::int64: return "int64";
+        case Dtype::bool8: return "bool";
+        case Dtype::float32: break;
+    }
+    return "float32";
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+int64_t element_size(Dtype dtype) {
+    return detail::visit_dtype(dtype, [](auto v) { return static_cast<int64_t>(sizeof(v)); });
+}
+
+std::ostream& operator<<(std::ostream& os, Dtype dtype) { return os << dtype_name(dtype); }
 
 // ---------------------------------------------------------------- Storage
 
 namespace detail {
-Storage::Storage(int64_t n) : data(buffer_allocate(n)), numel(n) {}
-Storage::~Storage() { buffer_deallocate(data, numel); }
+Storage::Storage(int64_t n) : data(buffer_allocate(n)), bytes(n) {}
+Storage::~Storage() { buffer_deallocate(data, bytes); }
 
-namespace {
 std::shared_ptr<TensorImpl> new_impl() { return std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>{}); }
-}  // namespace
 }  // namespace detail
 
 // ---------------------------------------------------------------- Generator
@@ -96,7 +108,7 @@ double Generator::normal() {
 }
 
 uint64_t Generator::below(uint64_t n) {
-    check(n > 0, "Generator::below: n must be positive");
+    NORMNET_CHECK(n > 0, "Generator::below: n must be positive");
     const uint64_t threshold = (0 - n) % n;  // rejecting these values removes modulo bias
     for (;;) {
         const uint64_t r = next_u64();
@@ -114,44 +126,96 @@ void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
 // ---------------------------------------------------------------- Tensor accessors
 
 detail::TensorImpl& Tensor::impl() const {
-    check(impl_ != nullptr, "use of an undefined tensor");
+    NORMNET_CHECK(impl_ != nullptr, "use of an undefined tensor");
     return *impl_;
 }
 
+const Shape& Tensor::shape() const { return impl().shape; }
+const Shape& Tensor::strides() const { return impl().strides; }
+Dtype Tensor::dtype() const { return impl().dtype; }
+
 int64_t Tensor::size(int d) const {
     const int n = dim();
-    check(d >= -n && d < n, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1, "], but got ",
-          d, ")");
+    NORMNET_CHECK(d >= -n && d < n, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+                  "], but got ", d, ")");
     return shape()[d < 0 ? d + n : d];
 }
 
-bool Tensor::is_contiguous() const { return impl().strides == detail::contiguous_strides(shape()); }
-
-float Tensor::item() const {
-    check(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to a scalar (shape ",
-          shape(), ")");
-    return *data();
+bool Tensor::is_contiguous() const {
+    // Sizes of 1 may carry any stride (as in PyTorch), and an empty tensor is contiguous.
+    const detail::TensorImpl& t = impl();
+    int64_t expected = 1;
+    for (int d = t.shape.size() - 1; d >= 0; --d) {
+        if (t.shape[d] == 0) return true;
+        if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+        expected *= t.shape[d];
+    }
+    return true;
 }
 
+void* Tensor::typed_data(Dtype expected) const {
+    const detail::TensorImpl& t = impl();
+    NORMNET_CHECK(t.dtype == expected, "expected a tensor of dtype ", expected, " but got ", t.dtype, " (shape ",
+                  t.shape, ")");
+    return t.bytes();
+}
+
+namespace {
+// Element `offset` (in elements, from the storage's start) of t, converted to T.
+template <class T>
+T element(const detail::TensorImpl& t, int64_t offset) {
+    return detail::visit_dtype(t.dtype, [&](auto v) {
+        using S = decltype(v);
+        return static_cast<T>(static_cast<const S*>(t.storage->data)[offset]);
+    });
+}
+}  // namespace
+
+template <class T>
+T Tensor::item() const {
+    NORMNET_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to a scalar (shape ",
+                  shape(), ")");
+    return element<T>(impl(), impl().offset);
+}
+template float Tensor::item<float>() const;
+template int64_t Tensor::item<int64_t>() const;
+template bool Tensor::item<bool>() const;
+template double Tensor::item<double>() const;
+
 float Tensor::at(std::initializer_list<int64_t> index) const {
-    check(static_cast<int>(index.size()) == dim(), "at: index of ", index.size(), " values for a tensor of shape ",
-          shape());
+    NORMNET_CHECK(static_cast<int>(index.size()) == dim(), "at: index of ", index.size(),
+                  " values for a tensor of shape ", shape());
     int64_t offset = impl().offset;
     int d = 0;
     for (int64_t i : index) {
-        check(i >= 0 && i < shape()[d], "at: index ", i, " is out of bounds for dimension ", d, " with size ",
-              shape()[d]);
+        NORMNET_CHECK(i >= 0 && i < shape()[d], "at: index ", i, " is out of bounds for dimension ", d,
+                      " with size ", shape()[d]);
         offset += i * strides()[d];
         ++d;
     }
-    return impl().storage->data[offset];
+    return element<float>(impl(), offset);
 }
 
-std::vector<float> Tensor::to_vector() const {
-    std::vector<float> out;
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+    std::vector<T> out;
     out.reserve(static_cast<size_t>(numel()));
-    const float* base = impl().storage->data;
-    detail::for_each_offset(shape(), strides(), impl().offset, [&](int64_t o) { out.push_back(base[o]); });
+    const detail::TensorImpl& t = impl();
+    detail::for_each_offset(shape(), strides(), t.offset, [&](int64_t o) { out.push_back(element<T>(t, o)); });
+    return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+
+Tensor Tensor::to(Dtype dtype) const {
+    if (dtype == this->dtype()) return *this;
+    NORMNET_CHECK(!requires_grad() || !grad_mode_enabled() || dtype == kFloat32, "to(", dtype,
+                  "): the conversion is not differentiable; detach() the tensor first");
+    Tensor out = empty(shape(), dtype);
+    NoGradGuard no_grad;
+    out.copy_(*this);
     return out;
 }
 
@@ -161,82 +225,129 @@ bool Tensor::shares_storage(const Tensor& other) const {
 
 Tensor Tensor::detach() const {
     auto impl = detail::new_impl();
-    impl->storage = this->impl().storage;
-    impl->offset = this->impl().offset;
-    impl->shape = shape();
-    impl->strides = strides();
+    const detail::TensorImpl& src = this->impl();
+    impl->storage = src.storage;
+    impl->offset = src.offset;
+    impl->shape = src.shape;
+    impl->strides = src.strides;
+    impl->dtype = src.dtype;
     return Tensor(std::move(impl));
 }
 
+uint32_t Tensor::version() const { return impl().storage->version; }
+void Tensor::bump_version() const { ++impl().storage->version; }
+
 // ---------------------------------------------------------------- in-place updates
 
-Tensor& Tensor::fill_(float value) {
-    if (is_contiguous()) {
-        std::fill_n(data(), numel(), value);
-    } else {
-        float* base = impl().storage->data;
-        detail::for_each_offset(shape(), strides(), impl().offset, [&](int64_t o) { base[o] = value; });
+namespace {
+// In-place updates are not recorded: refuse the tensors whose gradients they would corrupt.
+void check_inplace(const Tensor& t, const char* op) {
+    if (!grad_mode_enabled() || !t.requires_grad()) return;
+    if (t.is_leaf()) {
+        fail(op, ": a leaf Variable that requires grad is being used in an in-place operation (run it under "
+             "NoGradGuard, or on detach())");
     }
+    fail(op, ": in-place updates of a tensor that requires grad are not recorded by autograd; use the "
+         "out-of-place op, or run it under NoGradGuard");
+}
+
+// Calls f(element&) for every element of t, of type T.
+template <class T, class F>
+void for_each_element(const Tensor& t, F&& f) {
+    T* base = static_cast<T*>(t.impl().storage->data);
+    detail::for_each_offset(t.shape(), t.strides(), t.impl().offset, [&](int64_t o) { f(base[o]); });
+}
+}  // namespace
+
+Tensor& Tensor::fill_(double value) {
+    check_inplace(*this, "fill_");
+    detail::visit_dtype(dtype(), [&](auto v) {
+        using T = decltype(v);
+        const T x = static_cast<T>(value);
+        if (is_contiguous()) {
+            std::fill_n(data_ptr<T>(), numel(), x);
+        } else {
+            for_each_element<T>(*this, [x](T& e) { e = x; });
+        }
+    });
+    bump_version();
     return *this;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
-    check(src.numel() == numel(), "copy_: source of shape ", src.shape(), " does not fit a tensor of shape ",
-          shape());
-    if (is_contiguous() && src.is_contiguous()) {
-        std::memmove(data(), src.data(), static_cast<size_t>(numel()) * sizeof(float));
-        return *this;
+    check_inplace(*this, "copy_");
+    NORMNET_CHECK(src.numel() == numel(), "copy_: source of shape ", src.shape(), " does not fit a tensor of shape ",
+                  shape());
+    if (dtype() == src.dtype() && is_contiguous() && src.is_contiguous()) {
+        std::memmove(impl().bytes(), src.impl().bytes(), static_cast<size_t>(numel() * element_size(dtype())));
+    } else {
+        NORMNET_CHECK(src.shape() == shape() || (is_contiguous() && src.is_contiguous()), "copy_: shapes ",
+                      src.shape(), " and ", shape(), " differ");
+        const detail::TensorImpl& s = src.impl();
+        detail::TensorImpl& d = impl();
+        const Shape& walk = src.shape() == shape() ? shape() : Shape{numel()};
+        const Shape src_strides = src.shape() == shape() ? s.strides : Shape{1};
+        const Shape dst_strides = src.shape() == shape() ? d.strides : Shape{1};
+        detail::visit_dtype(d.dtype, [&](auto v) {
+            using D = decltype(v);
+            D* dst = static_cast<D*>(d.storage->data);
+            detail::for_each_offset2(walk, dst_strides, d.offset, src_strides, s.offset,
+                                     [&](int64_t a, int64_t b) { dst[a] = element<D>(s, b); });
+        });
     }
-    check(src.shape() == shape(), "copy_: shapes ", src.shape(), " and ", shape(), " differ");
-    float* dst = impl().storage->data;
-    const float* s = src.impl().storage->data;
-    detail::for_each_offset2(shape(), strides(), impl().offset, src.strides(), src.impl().offset,
-                             [&](int64_t a, int64_t b) { dst[a] = s[b]; });
+    bump_version();
     return *this;
 }
 
 Tensor& Tensor::mul_(float factor) {
-    float* base = impl().storage->data;
-    detail::for_each_offset(shape(), strides(), impl().offset, [&](int64_t o) { base[o] *= factor; });
+    check_inplace(*this, "mul_");
+    for_each_element<float>(*this, [factor](float& e) { e *= factor; });
+    bump_version();
     return *this;
 }
 
 Tensor& Tensor::add_(const Tensor& other, float alpha) {
-    check(other.numel() == numel(), "add_: a tensor of shape ", other.shape(),
-          " cannot be added to one of shape ", shape());
+    check_inplace(*this, "add_");
+    NORMNET_CHECK(other.numel() == numel(), "add_: a tensor of shape ", other.shape(),
+                  " cannot be added to one of shape ", shape());
     if (is_contiguous() && other.is_contiguous()) {
         float* d = data();
         const float* o = other.data();
         const int64_t n = numel();
         for (int64_t i = 0; i < n; ++i) d[i] += alpha * o[i];
-        return *this;
+    } else {
+        NORMNET_CHECK(other.shape() == shape(), "add_: shapes ", other.shape(), " and ", shape(), " differ");
+        float* dst = static_cast<float*>(impl().storage->data);
+        const float* s = other.data() - other.impl().offset;
+        detail::for_each_offset2(shape(), strides(), impl().offset, other.strides(), other.impl().offset,
+                                 [&](int64_t a, int64_t b) { dst[a] += alpha * s[b]; });
     }
-    check(other.shape() == shape(), "add_: shapes ", other.shape(), " and ", shape(), " differ");
-    float* dst = impl().storage->data;
-    const float* s = other.impl().storage->data;
-    detail::for_each_offset2(shape(), strides(), impl().offset, other.strides(), other.impl().offset,
-                             [&](int64_t a, int64_t b) { dst[a] += alpha * s[b]; });
+    bump_version();
     return *this;
 }
 
 Tensor& Tensor::uniform_(float low, float high, Generator& gen) {
-    float* base = impl().storage->data;
-    detail::for_each_offset(shape(), strides(), impl().offset,
-                            [&](int64_t o) { base[o] = low + (high - low) * gen.uniform(); });
+    check_inplace(*this, "uniform_");
+    for_each_element<float>(*this, [&](float& e) { e = low + (high - low) * gen.uniform(); });
+    bump_version();
     return *this;
 }
 
 Tensor& Tensor::normal_(float mean, float std, Generator& gen) {
-    float* base = impl().storage->data;
-    detail::for_each_offset(shape(), strides(), impl().offset,
-                            [&](int64_t o) { base[o] = static_cast<float>(mean + std * gen.normal()); });
+    check_inplace(*this, "normal_");
+    for_each_element<float>(*this, [&](float& e) { e = static_cast<float>(mean + std * gen.normal()); });
+    bump_version();
     return *this;
 }
 
 // ---------------------------------------------------------------- autograd accessors
 
+bool Tensor::requires_grad() const { return defined() && impl().requires_grad; }
+
 Tensor& Tensor::requires_grad_(bool on) {
-    check(is_leaf() || on, "you can only change requires_grad flags of leaf variables");
+    NORMNET_CHECK(is_leaf() || on, "you can only change requires_grad flags of leaf variables");
+    NORMNET_CHECK(!on || dtype() == kFloat32, "only Tensors of floating point dtype can require gradients (got ",
+                  dtype(), ")");
     impl().requires_grad = on;
     return *this;
 }
@@ -245,71 +356,104 @@ Tensor Tensor::grad() const { return Tensor(impl().grad); }
 
 void Tensor::set_grad(const Tensor& g) const {
     if (g.defined()) {
-        check(g.shape() == shape(), "assigned grad has shape ", g.shape(), " but the tensor has shape ",
-              shape());
+        NORMNET_CHECK(g.shape() == shape() && g.dtype() == kFloat32, "assigned grad has shape ", g.shape(),
+                      " and dtype ", g.dtype(), " but the tensor has shape ", shape());
     }
     impl().grad = g.impl_ptr();
 }
 
+std::shared_ptr<Node> Tensor::grad_fn() const { return impl().grad_fn; }
+bool Tensor::is_leaf() const { return impl().grad_fn == nullptr; }
+
 void Tensor::backward() const {
-    check(defined() && requires_grad(),
-          "backward: element 0 of tensors does not require grad and does not have a grad_fn");
-    check(numel() == 1, "backward: grad can be implicitly created only for scalar outputs, got shape ",
-          shape());
-    autograd::run_backward(*this, ones(shape()));
+    NORMNET_CHECK(defined() && requires_grad(),
+                  "element 0 of tensors does not require grad and does not have a grad_fn");
+    NORMNET_CHECK(numel() == 1, "grad can be implicitly created only for scalar outputs (backward() of a tensor of "
+                  "shape ", shape(), ")");
+    detail::run_backward(*this, ones(shape()));
 }
 
-void Tensor::backward(const Tensor& gradient) const { autograd::run_backward(*this, gradient); }
+void Tensor::backward(const Tensor& gradient) const { detail::run_backward(*this, gradient); }
 
 // ---------------------------------------------------------------- factories
 
-Tensor empty(const Shape& shape) {
-    for (int64_t s : shape) check(s >= 0, "negative dimension in shape ", shape);
+Tensor empty(const Shape& shape, Dtype dtype) {
+    int64_t numel = 1;
+    for (int64_t s : shape) {
+        NORMNET_CHECK(s >= 0, "negative dimension in shape ", shape);
+        NORMNET_CHECK(s == 0 || numel <= std::numeric_limits<int64_t>::max() / 8 / s, "shape ", shape,
+                      " is too large");
+        numel *= s;
+    }
     auto impl = detail::new_impl();
-    impl->storage = std::allocate_shared<detail::Storage>(detail::PoolAllocator<detail::Storage>{}, shape.numel());
+    impl->storage =
+        std::allocate_shared<detail::Storage>(detail::PoolAllocator<detail::Storage>{}, numel * element_size(dtype));
     impl->shape = shape;
     impl->strides = detail::contiguous_strides(shape);
+    impl->dtype = dtype;
     return Tensor(std::move(impl));
 }
 
-Tensor full(const Shape& shape, float value) { return empty(shape).fill_(value); }
-Tensor zeros(const Shape& shape) { return full(shape, 0.0f); }
-Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
+Tensor full(const Shape& shape, double value, Dtype dtype) {
+    Tensor t = empty(shape, dtype);
+    detail::visit_dtype(dtype, [&](auto v) {
+        using T = decltype(v);
+        std::fill_n(t.data_ptr<T>(), t.numel(), static_cast<T>(value));
+    });
+    return t;
+}
+Tensor zeros(const Shape& shape, Dtype dtype) { return full(shape, 0.0, dtype); }
+Tensor ones(const Shape& shape, Dtype dtype) { return full(shape, 1.0, dtype); }
 
-Tensor arange(int64_t end) { return arange(0.0, static_cast<double>(end), 1.0); }
+Tensor arange(int64_t end, Dtype dtype) { return arange(0.0, static_cast<double>(end), 1.0, dtype); }
 
-Tensor arange(double start, double end, double step) {
-    check(step != 0.0, "arange: step must be nonzero");
+Tensor arange(double start, double end, double step, Dtype dtype) {
+    NORMNET_CHECK(step != 0.0, "arange: step must be nonzero");
+    NORMNET_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step), "arange: unsupported range: ",
+                  start, " -> ", end, " (step ", step, ")");
     const double count = std::ceil((end - start) / step);
-    Tensor t = empty({count > 0 ? static_cast<int64_t>(count) : 0});
-    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(start + static_cast<double>(i) * step);
+    NORMNET_CHECK(count < 9.0e15, "arange: ", count, " elements are too many");
+    Tensor t = empty({count > 0 ? static_cast<int64_t>(count) : 0}, dtype);
+    detail::visit_dtype(dtype, [&](auto v) {
+        using T = decltype(v);
+        T* p = t.data_ptr<T>();
+        for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    });
     return t;
 }
 
 Tensor from_vector(const std::vector<float>& values, const Shape& shape) {
-    check(static_cast<int64_t>(values.size()) == shape.numel(), "from_vector: ", values.size(),
-          " values do not fill shape ", shape.str(), " (", shape.numel(), " elements)");
+    NORMNET_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_vector: ", values.size(),
+                  " values do not fill shape ", shape, " (", shape.numel(), " elements)");
     Tensor t = empty(shape);
     std::copy(values.begin(), values.end(), t.data());
     return t;
 }
 
-Tensor tensor(std::initializer_list<float> values) {
-    return from_vector(std::vector<float>(values), {static_cast<int64_t>(values.size())});
+Tensor from_vector(std::span<const int64_t> values, const Shape& shape) {
+    NORMNET_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_vector: ", values.size(),
+                  " values do not fill shape ", shape, " (", shape.numel(), " elements)");
+    Tensor t = empty(shape, kInt64);
+    std::copy(values.begin(), values.end(), t.data_ptr<int64_t>());
+    return t;
+}
+
+Tensor tensor(std::initializer_list<float> values, Dtype dtype) {
+    return from_vector(std::vector<float>(values), {static_cast<int64_t>(values.size())}).to(dtype);
 }
 
 Tensor scalar_tensor(float value) { return full(Shape{}, value); }
 
 Tensor rand(const Shape& shape, Generator& gen) { return empty(shape).uniform_(0.0f, 1.0f, gen); }
 Tensor randn(const Shape& shape, Generator& gen) { return empty(shape).normal_(0.0f, 1.0f, gen); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape()); }
-Tensor empty_like(const Tensor& t) { return empty(t.shape()); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype()); }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
     if (!(a.shape() == b.shape())) return false;
-    const auto va = a.to_vector();
-    const auto vb = b.to_vector();
+    const auto va = a.to_vector<double>();
+    const auto vb = b.to_vector<double>();
     for (size_t i = 0; i < va.size(); ++i) {
         const double x = va[i], y = vb[i];
         if (std::isnan(x) || std::isnan(y) || std::abs(x - y) > atol + rtol * std::abs(y)) return false;
@@ -323,19 +467,25 @@ namespace {
 
 // Chooses one format for all printed values, as PyTorch's _Formatter does: integers print as
 // "3.", moderate values with 4 decimals, and a wide range or tiny/huge values in scientific form.
+// int64 tensors print their integers ("3"), bool tensors True/False.
 struct Formatter {
-    enum class Mode { integer, fixed, scientific } mode = Mode::fixed;
+    enum class Mode { integer, fixed, scientific, int64, boolean } mode = Mode::fixed;
     int width = 1;
 
-    explicit Formatter(const std::vector<float>& values) {
+    Formatter(const std::vector<double>& values, Dtype dtype) {
+        if (dtype != kFloat32) {
+            mode = dtype == kInt64 ? Mode::int64 : Mode::boolean;
+            for (double v : values) width = std::max(width, static_cast<int>(format(v).size()));
+            return;
+        }
         bool all_int = true;
         double max_abs = 0.0, min_abs = std::numeric_limits<double>::infinity();
         bool any_finite = false;
-        for (float v : values) {
+        for (double v : values) {
             if (!std::isfinite(v)) continue;
             any_finite = true;
             if (v != std::nearbyint(v)) all_int = false;
-            const double a = std::abs(static_cast<double>(v));
+            const double a = std::abs(v);
             max_abs = std::max(max_abs, a);
             if (a > 0) min_abs = std::min(min_abs, a);
         }
@@ -347,22 +497,25 @@ struct Formatter {
                    (max_abs / min_abs > 1000.0 || max_abs > 1e8 || min_abs < 1e-4)) {
             mode = Mode::scientific;
         }
-        for (float v : values) width = std::max(width, static_cast<int>(format(v).size()));
+        for (double v : values) width = std::max(width, static_cast<int>(format(v).size()));
     }
 
-    std::string format(float v) const {
+    std::string format(double v) const {
+        if (mode == Mode::boolean) return v != 0.0 ? "True" : "False";
         if (std::isnan(v)) return "nan";
         if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
         char buf[64];
         switch (mode) {
-            case Mode::integer: std::snprintf(buf, sizeof buf, "%.0f.", static_cast<double>(v)); break;
-            case Mode::fixed: std::snprintf(buf, sizeof buf, "%.4f", static_cast<double>(v)); break;
-            case Mode::scientific: std::snprintf(buf, sizeof buf, "%.4e", static_cast<double>(v)); break;
+            case Mode::integer: std::snprintf(buf, sizeof buf, "%.0f.", v); break;
+            case Mode::fixed: std::snprintf(buf, sizeof buf, "%.4f", v); break;
+            case Mode::scientific: std::snprintf(buf, sizeof buf, "%.4e", v); break;
+            case Mode::int64: std::snprintf(buf, sizeof buf, "%.0f", v); break;
+            case Mode::boolean: break;
         }
         return buf;
     }
 
-    std::string padded(float v) const {
+    std::string padded(double v) const {
         std::string s = format(v);
         return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(s.size()))), ' ') + s;
     }
@@ -385,9 +538,9 @@ std::vector<int64_t> shown_indices(int64_t size, bool summarize) {
     return idx;
 }
 
-void collect_shown(const Tensor& t, bool summarize, std::vector<float>& out) {
+void collect_shown(const Tensor& t, bool summarize, std::vector<double>& out) {
     if (t.dim() == 0) {
-        out.push_back(t.item());
+        out.push_back(t.item<double>());
         return;
     }
     for (int64_t i : shown_indices(t.size(0), summarize)) {
@@ -412,7 +565,7 @@ std::string tensor_body(const Tensor& t, const Formatter& f, int indent, bool su
                 }
             }
             first = false;
-            s += i >= 0 ? f.padded(t.at({i})) : std::string(" ...");
+            s += i >= 0 ? f.padded(t.select(0, i).item<double>()) : std::string(" ...");
             ++on_line;
         }
         return s + "]";
@@ -439,10 +592,10 @@ std::string Tensor::str() const {
     if (numel() == 0) {
         body = "[]";
     } else {
-        std::vector<float> shown;
+        std::vector<double> shown;
         collect_shown(*this, summarize, shown);
-        Formatter f(shown);
-        body = dim() == 0 ? f.format(item()) : tensor_body(*this, f, 7, summarize);
+        Formatter f(shown, dtype());
+        body = dim() == 0 ? f.format(item<double>()) : tensor_body(*this, f, 7, summarize);
     }
     std::string s = "tensor(" + body;
     if (numel() == 0 && dim() != 1) {

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "normnet/error.hpp"
+#include "ops/gemm.hpp"
 #include "parallel.hpp"
 
 namespace normnet {
@@ -21,7 +22,7 @@ void use_single_threaded_blas() {
 }  // namespace detail
 
 void set_num_threads(int threads) {
-    check(threads > 0, "set_num_threads: the thread count must be positive, got ", threads);
+    NORMNET_CHECK(threads > 0, "set_num_threads: the thread count must be positive, got ", threads);
     detail::use_single_threaded_blas();
     detail::set_pool_threads(threads);
 }

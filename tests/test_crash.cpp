@@ -261,8 +261,12 @@ TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continu
         INFO("signal " << sig);
         {
             Process p(setup.launch(run.string()), setup.dir.work(), setup.dir.path / "stderr.txt");
+            // 20 ms into epoch 2: after epoch 1's checkpoint and its metrics.csv row.
             REQUIRE(p.wait_for("epoch 1/3", 20000));
-            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            for (int ms = 0; lines_of(read_file(run / "metrics.csv")).size() < 2 && ms < 20000; ++ms) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
             p.signal(sig);
             CHECK(p.wait() == 128 + sig);
         }

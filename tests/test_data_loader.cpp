@@ -116,7 +116,7 @@ TEST_CASE("data loader: drop_last and the last partial batch", "[data]") {
         for (const Batch& batch : loader) {
             sizes.push_back(batch.size());
             CHECK(batch.inputs.shape() == normnet::Shape{batch.size(), 6});
-            CHECK(static_cast<int64_t>(batch.labels.size()) == batch.size());
+            CHECK(batch.labels.shape() == normnet::Shape{batch.size()});
         }
         CHECK(sizes == std::vector<int64_t>{4, 4, 2});
         CHECK(is_permutation_of_all(epoch_order(loader), 10));
@@ -170,7 +170,7 @@ TEST_CASE("data loader: batches hold the dataset's rows as pixels / 255, or stan
                     if (x0 == batch.inputs.data()[b * 4]) {
                         row = candidate;
                         seen.push_back(i);
-                        CHECK(batch.labels[static_cast<size_t>(b)] == data->labels[static_cast<size_t>(i)]);
+                        CHECK(batch.labels.data_ptr<int64_t>()[b] == data->labels[static_cast<size_t>(i)]);
                         break;
                     }
                 }
@@ -204,7 +204,7 @@ TEST_CASE("data loader: loaders over a user's tensors keep inputs, targets and l
         std::vector<int64_t> order;
         for (const Batch& batch : loader) {
             REQUIRE(batch.targets.defined());
-            CHECK(batch.labels.empty());
+            CHECK_FALSE(batch.labels.defined());
             CHECK(batch.targets.shape() == normnet::Shape{batch.size(), 2});
             for (int64_t b = 0; b < batch.size(); ++b) {
                 const float i = batch.inputs.at({b, 0});
@@ -221,15 +221,15 @@ TEST_CASE("data loader: loaders over a user's tensors keep inputs, targets and l
     SECTION("int labels") {
         std::vector<int64_t> labels;
         for (int64_t i = 0; i < n; ++i) labels.push_back(1000 + i);
-        DataLoader loader(inputs, labels, o);
+        DataLoader loader(inputs, normnet::from_vector(labels, {n}), o);
         std::vector<int64_t> order;
         for (const Batch& batch : loader) {
             CHECK_FALSE(batch.targets.defined());
-            REQUIRE(static_cast<int64_t>(batch.labels.size()) == batch.size());
+            REQUIRE(batch.labels.shape() == normnet::Shape{batch.size()});
             for (int64_t b = 0; b < batch.size(); ++b) {
                 const auto i = static_cast<int64_t>(batch.inputs.at({b, 0}));
                 order.push_back(i);
-                CHECK(batch.labels[static_cast<size_t>(b)] == 1000 + i);
+                CHECK(batch.labels.data_ptr<int64_t>()[b] == 1000 + i);
             }
         }
         CHECK(is_permutation_of_all(order, n));
@@ -307,8 +307,8 @@ TEST_CASE("data loader: bad options throw normnet::Error saying what is wrong", 
     const normnet::Tensor x = normnet::zeros({4, 3});
     CHECK_THROWS_WITH(DataLoader(x, normnet::zeros({5, 2}), DataLoaderOptions{.batch_size = 2}),
                       Contains("[4, 3]") && Contains("[5, 2]"));
-    CHECK_THROWS_WITH(DataLoader(x, std::vector<int64_t>{0, 1, 2}, DataLoaderOptions{.batch_size = 2}),
-                      Contains("[4, 3]") && Contains("3 labels"));
+    CHECK_THROWS_WITH(DataLoader(x, normnet::from_vector(std::vector<int64_t>{0, 1, 2}, {3}), DataLoaderOptions{.batch_size = 2}),
+                      Contains("[4, 3]") && Contains("[3]"));
     CHECK_THROWS_AS(DataLoader(x, normnet::zeros({4, 2}), DataLoaderOptions{.batch_size = -1}), Error);
 
     DataLoader loader(data, DataLoaderOptions{.batch_size = 4});
@@ -351,4 +351,57 @@ TEST_CASE("data loader: a batch size near INT64_MAX gives one batch, without ove
     }
     DataLoader loader(data, DataLoaderOptions{.batch_size = huge - 1});
     CHECK(loader.num_batches() == 1);
+}
+
+TEST_CASE("data loader: ranks take contiguous slices of every global batch, which together are the single-process batch",
+          "[data][dist]") {
+    const int64_t n = 23;  // 23 = 2 batches of 8 and a partial one of 7
+    std::vector<float> x;
+    for (int64_t i = 0; i < n; ++i) x.push_back(float(i));
+    const normnet::Tensor inputs = normnet::from_vector(x, {n, 1});
+    const DataLoaderOptions one{.batch_size = 8, .shuffle = true, .seed = 5};
+    for (int64_t world : {2, 4}) {
+        INFO("world " << world);
+        DataLoader single(inputs, inputs, one);
+        std::vector<DataLoader> ranks;
+        for (int64_t r = 0; r < world; ++r) {
+            DataLoaderOptions o = one;
+            o.num_replicas = world;
+            o.rank = r;
+            ranks.emplace_back(inputs, inputs, o);
+            CHECK(ranks.back().num_batches() == single.num_batches());
+        }
+        single.begin();
+        for (auto& r : ranks) r.begin();
+        for (int64_t b = 0; b < single.num_batches(); ++b) {
+            Batch whole, part;
+            single.fill(b, whole);
+            std::vector<float> joined;
+            double shares = 0.0;
+            for (auto& r : ranks) {
+                r.fill(b, part);
+                for (float v : part.inputs.to_vector()) joined.push_back(v);
+                shares += r.share(b);
+            }
+            CHECK(joined == whole.inputs.to_vector());
+            CHECK(std::abs(shares - 1.0) < 1e-12);
+        }
+        // The partial last batch of 7 rows: with 4 ranks of 2, the last rank gets one row.
+        Batch last;
+        ranks.back().fill(2, last);
+        CHECK(last.size() == (world == 2 ? 3 : 1));
+    }
+    // 5 rows, batches of 4 over 4 ranks: the second batch (one row) leaves ranks 1..3 empty.
+    DataLoader empty_rank(normnet::zeros({5, 3}), normnet::zeros({5, 1}),
+                          DataLoaderOptions{.batch_size = 4, .num_replicas = 4, .rank = 2});
+    empty_rank.begin();
+    Batch nothing;
+    empty_rank.fill(1, nothing);
+    CHECK(nothing.size() == 0);
+    CHECK(nothing.inputs.shape() == normnet::Shape{0, 3});
+    CHECK(empty_rank.share(1) == 0.0);
+    CHECK_THROWS_WITH(DataLoader(inputs, inputs, DataLoaderOptions{.batch_size = 6, .num_replicas = 4}),
+                      Contains("batch_size 6 does not divide by num_replicas 4"));
+    CHECK_THROWS_WITH(DataLoader(inputs, inputs, DataLoaderOptions{.batch_size = 8, .num_replicas = 2, .rank = 2}),
+                      Contains("rank 2"));
 }

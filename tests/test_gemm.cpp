@@ -1,5 +1,6 @@
 // The BLAS matrix product against the naive reference on odd shapes, with every transpose.
 #include "ops/gemm.hpp"
+#include "reference_kernels.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/repr.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -37,8 +38,8 @@ std::vector<BnCase> bn_cases() {
 void check_bn_metadata(const SafetensorsData& g, const BnCase& bc) {
     const auto& o = bc.options;
     CHECK(g.metadata.at(bc.name + ".num_features") == std::to_string(o.num_features));
-    CHECK(g.metadata.at(bc.name + ".eps") == python_float_repr(o.eps));
-    CHECK(g.metadata.at(bc.name + ".momentum") == (o.momentum ? python_float_repr(*o.momentum) : "None"));
+    CHECK(g.metadata.at(bc.name + ".eps") == detail::python_float_repr(o.eps));
+    CHECK(g.metadata.at(bc.name + ".momentum") == (o.momentum ? detail::python_float_repr(*o.momentum) : "None"));
     CHECK(g.metadata.at(bc.name + ".affine") == (o.affine ? "True" : "False"));
     CHECK(g.metadata.at(bc.name + ".track_running_stats") == (o.track_running_stats ? "True" : "False"));
     CHECK(g.metadata.at(bc.name + ".steps") == std::to_string(bc.steps));
@@ -119,10 +120,16 @@ void check_bn_functional(const SafetensorsData& g, const BnCase& bc) {
             CHECK(static_cast<float>(tracked) == g.at(c + ".num_batches_tracked" + s).item());
         }
     }
-    // Eval: running statistics when there are some, else (as PyTorch) the batch's own.
+    // Eval: running statistics when there are some; as F.batch_norm, none is an error (the module
+    // passes training=true then: the golden's y_eval is the batch's own statistics).
     NoGradGuard no_grad;
-    require_close(batch_norm(g.at(c + ".x_eval"), rm, rv, w, b, /*training=*/false, o.momentum, o.eps),
+    const bool batch_stats = !o.track_running_stats;
+    require_close(batch_norm(g.at(c + ".x_eval"), rm, rv, w, b, /*training=*/batch_stats, o.momentum, o.eps),
                   g.at(c + ".y_eval"), 1e-5, c + ".y_eval");
+    if (!o.track_running_stats) {
+        CHECK_THROWS_WITH(batch_norm(g.at(c + ".x_eval"), rm, rv, w, b, /*training=*/false),
+                          "running_mean must be defined in evaluation mode");
+    }
 }
 
 // One RMSNorm golden case through RMSNorm and rms_norm.
@@ -232,7 +239,9 @@ TEST_CASE("golden: BatchNorm1d rejects a batch of one in training and loses noth
     CHECK_THROWS_WITH(bn(zeros({1, 300})), expected);
     CHECK(bitwise_equal(bn.running_mean, mean_before));
     CHECK(bitwise_equal(bn.running_var, var_before));
-    CHECK(bn.num_batches_tracked.item() == 1.0f);
+    // As torch.nn.BatchNorm1d: the module counts a batch before batch_norm rejects it (four
+    // rejected batches above), so with momentum=None later averages weigh as PyTorch's do.
+    CHECK(bn.num_batches_tracked.item<int64_t>() == 5);
     CHECK(bitwise_equal(bn.weight.detach(), weight_before));
     CHECK(bitwise_equal(bn.bias.detach(), bias_before));
     CHECK(bn.is_training());
@@ -266,7 +275,7 @@ TEST_CASE("golden: BatchNorm1d rejects a batch of one in training and loses noth
     require_close(y, expected_y, 1e-5, "eval batch of one");
     CHECK(bitwise_equal(bn.running_mean, mean_before));
     CHECK(bitwise_equal(bn.running_var, var_before));
-    CHECK(bn.num_batches_tracked.item() == 1.0f);
+    CHECK(bn.num_batches_tracked.item<int64_t>() == 5);
 }
 
 TEST_CASE("batch_norm is stable for 1e4 + noise (float64 reference to 1e-4)", "[golden][batch_norm]") {

@@ -1,5 +1,6 @@
 // Central-difference gradient checks of every op and module, with .grad pre-filled with
 // garbage so an op that overwrites instead of accumulating, or forgets an input, fails.
+#include "ops/op.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -22,28 +23,48 @@ using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 }  // namespace
 
 TEST_CASE("gradcheck: the checker itself catches overwriting and forgotten gradients", "[gradcheck]") {
-    // An op whose backward overwrites (=) instead of accumulating (+=).
-    struct Overwrite final : Node {
+    // An op whose backward always overwrites, even a buffer that already holds gradient.
+    class Overwrite final : public detail::OpNode {
+    public:
         const char* name() const override { return "OverwriteBackward"; }
         void backward(const Tensor& dout) override {
-            if (Tensor dx = grad_input(0); dx.defined()) dx.copy_(dout);
+            if (const detail::GradOut dx = grad_out(0)) std::copy_n(dout.data(), dout.numel(), dx.data);
         }
     };
     // An op that forgets its second input's gradient.
-    struct Forget final : Node {
+    class Forget final : public detail::OpNode {
+    public:
         const char* name() const override { return "ForgetBackward"; }
         void backward(const Tensor& dout) override {
-            if (Tensor dx = grad_input(0); dx.defined()) dx.add_(dout);
+            if (const detail::GradOut dx = grad_out(0)) dx.store(dout.data(), dout.numel());
         }
     };
+    // An op that adds into its gradient buffer even when the buffer is new (uninitialised).
+    class AddIntoFresh final : public detail::OpNode {
+    public:
+        const char* name() const override { return "AddIntoFreshBackward"; }
+        void backward(const Tensor& dout) override {
+            if (const detail::GradOut dx = grad_out(0)) {
+                for (int64_t i = 0; i < dout.numel(); ++i) dx.data[i] += dout.data()[i];
+            }
+        }
+    };
+    const Fn add_into_fresh = [](const std::vector<Tensor>& in) {
+        Tensor out = in[0].detach().clone();
+        detail::record<AddIntoFresh>(out, {in[0]});
+        return out;
+    };
+    const GradcheckResult caught = gradcheck(add_into_fresh, {input({3}, 1)});
+    CHECK_FALSE(caught.ok);
+    CHECK_THAT(caught.message, Catch::Contains("fresh .grad"));
     const Fn overwrite = [](const std::vector<Tensor>& in) {
         Tensor out = in[0].detach().clone();
-        autograd::set_history(out, autograd::make_node<Overwrite>({&in[0]}));
+        detail::record<Overwrite>(out, {in[0]});
         return out;
     };
     const Fn forget = [](const std::vector<Tensor>& in) {
         Tensor out = add(in[0].detach(), in[1].detach());
-        autograd::set_history(out, autograd::make_node<Forget>({&in[0], &in[1]}));
+        detail::record<Forget>(out, {in[0], in[1]});
         return out;
     };
     CHECK_FALSE(gradcheck(overwrite, {input({3}, 1)}).ok);
@@ -83,7 +104,7 @@ TEST_CASE("gradcheck: views", "[gradcheck]") {
 }
 
 TEST_CASE("gradcheck: losses", "[gradcheck]") {
-    const std::vector<int64_t> targets{1, 0, 4};
+    const Tensor targets = test::labels_of({1, 0, 4});
     require_gradcheck(gradcheck([](auto& in) { return log_softmax(in[0]); }, {input({3, 5}, 1, 2.0f)}));
     require_gradcheck(gradcheck([&](auto& in) { return cross_entropy(in[0], targets); }, {input({3, 5}, 2, 2.0f)}));
     require_gradcheck(

@@ -61,16 +61,18 @@ inline void require_close(const Tensor& actual, const Tensor& expected, double t
     REQUIRE(worst == 0.0);
 }
 
-/// Class indices stored as a float tensor (goldens keep I64 targets), as int64.
-inline std::vector<int64_t> to_indices(const Tensor& t) {
-    std::vector<int64_t> out;
-    for (float v : t.to_vector()) out.push_back(static_cast<int64_t>(v));
-    return out;
+/// Class indices as an int64 tensor (goldens store them as I64).
+inline Tensor to_indices(const Tensor& t) { return t.to(kInt64); }
+
+/// An int64 tensor of class labels, e.g. labels_of({3, 1, 4}).
+inline Tensor labels_of(const std::vector<int64_t>& values) {
+    return from_vector(values, {static_cast<int64_t>(values.size())});
 }
 
-/// Bit-for-bit equality of shape and data (so -0.0 and NaN payloads count too).
+/// Bit-for-bit equality of dtype, shape and data (so -0.0 and NaN payloads count too).
 inline bool bit_equal(const Tensor& a, const Tensor& b) {
-    if (!(a.shape() == b.shape())) return false;
+    if (!(a.shape() == b.shape()) || a.dtype() != b.dtype()) return false;
+    if (a.dtype() != kFloat32) return a.to_vector<int64_t>() == b.to_vector<int64_t>();
     const auto x = a.to_vector(), y = b.to_vector();
     return x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }

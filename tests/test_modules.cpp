@@ -2,6 +2,7 @@
 // structs, and the seed model overfitting a fixed batch with a hand-written SGD loop.
 #include <sstream>
 
+#include "nn/repr.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -56,11 +57,11 @@ TEST_CASE("modules: options structs with PyTorch's defaults", "[modules]") {
           std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
     CHECK(BatchNorm1d(BatchNorm1dOptions{.num_features = 3, .momentum = std::nullopt}).extra_repr().find("momentum=None") != std::string::npos);
     CHECK(RMSNorm({300}).to_string() == "RMSNorm((300,), eps=None, elementwise_affine=True)");
-    CHECK(python_float_repr(1e-5) == "1e-05");
-    CHECK(python_float_repr(0.1) == "0.1");
-    CHECK(python_float_repr(1.0) == "1.0");
-    CHECK(python_float_repr(1e16) == "1e+16");
-    CHECK(python_float_repr(123.25) == "123.25");
+    CHECK(detail::python_float_repr(1e-5) == "1e-05");
+    CHECK(detail::python_float_repr(0.1) == "0.1");
+    CHECK(detail::python_float_repr(1.0) == "1.0");
+    CHECK(detail::python_float_repr(1e16) == "1e+16");
+    CHECK(detail::python_float_repr(123.25) == "123.25");
 }
 
 TEST_CASE("modules: Linear and LayerNorm initialise as PyTorch does", "[modules]") {
@@ -129,8 +130,9 @@ TEST_CASE("modules: the seed model overfits a fixed batch of 64 random images wi
     Sequential model = seed_model();
     Generator gen(1);
     const Tensor x = rand({64, 784}, gen);
-    std::vector<int64_t> y(64);
-    for (auto& label : y) label = static_cast<int64_t>(gen.below(10));
+    std::vector<int64_t> classes(64);
+    for (auto& label : classes) label = static_cast<int64_t>(gen.below(10));
+    const Tensor y = test::labels_of(classes);
     const float lr = 0.01f;
     int64_t correct = 0;
     float loss_value = 0.0f;

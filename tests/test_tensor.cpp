@@ -105,3 +105,34 @@ TEST_CASE("tensor: in-place updates and shape errors", "[tensor]") {
     CHECK_THROWS_AS(Tensor().numel(), Error);
     static_assert(std::is_base_of_v<std::runtime_error, Error>);  // catch (std::exception&) sees it
 }
+
+TEST_CASE("tensor: int64 and bool dtypes: factories, conversion, printing, and ops that refuse them", "[tensor][dtype]") {
+    const Tensor labels = from_vector(std::vector<int64_t>{3, -1, 40000000000}, {3});
+    CHECK(labels.dtype() == kInt64);
+    CHECK(labels.to_vector<int64_t>() == std::vector<int64_t>{3, -1, 40000000000});
+    CHECK(labels.str() == "tensor([          3,          -1, 40000000000])");
+    CHECK(tensor({3, 1, 4}, kInt64).str() == "tensor([3, 1, 4])");
+    CHECK(zeros({2}, kBool).str() == "tensor([False, False])");
+    CHECK(ones({2, 2}, kInt64).to_vector<int64_t>() == std::vector<int64_t>(4, 1));
+    CHECK(element_size(kInt64) == 8);
+    CHECK(element_size(kBool) == 1);
+    // to(): float -> int64 truncates toward zero, as torch; nonzero -> true.
+    const Tensor f = tensor({-1.7f, 0.0f, 2.9f});
+    CHECK(f.to(kInt64).to_vector<int64_t>() == std::vector<int64_t>{-1, 0, 2});
+    CHECK(f.to(kBool).to_vector<bool>() == std::vector<bool>{true, false, true});
+    CHECK(f.to(kInt64).to(kFloat32).to_vector() == std::vector<float>{-1, 0, 2});
+    CHECK(f.to(kFloat32).shares_storage(f));  // the same dtype: the tensor itself
+    CHECK(labels.select(0, 0).item<int64_t>() == 3);
+    CHECK(full({}, 7.0, kInt64).item<int64_t>() == 7);
+    // Views, clone and contiguous keep the dtype.
+    CHECK(labels.narrow(0, 1, 2).clone().to_vector<int64_t>() == std::vector<int64_t>{-1, 40000000000});
+    CHECK(from_vector(std::vector<int64_t>{1, 2, 3, 4}, {2, 2}).t().contiguous().to_vector<int64_t>() ==
+          std::vector<int64_t>{1, 3, 2, 4});
+    // Only float32 takes part in autograd and in float ops; messages name the op and both dtypes.
+    CHECK_THROWS_WITH(Tensor(labels).requires_grad_(), Catch::Contains("floating point"));
+    CHECK_THROWS_WITH(relu(labels), Catch::Contains("relu") && Catch::Contains("int64"));
+    CHECK_THROWS_WITH(add(labels, labels), Catch::Contains("add") && Catch::Contains("int64"));
+    CHECK_THROWS_WITH(labels.data(), Catch::Contains("float32") && Catch::Contains("int64"));
+    CHECK_THROWS_WITH(linear(zeros({2, 3}), zeros({4, 3}, kInt64)),
+                      Catch::Contains("linear") && Catch::Contains("weight") && Catch::Contains("int64"));
+}

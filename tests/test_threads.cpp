@@ -66,7 +66,7 @@ TEST_CASE("threads: the seed model's loss and gradients agree across thread coun
         for (int threads : {1, 2, 3}) {
             set_num_threads(threads);
             Sequential model = seed_model(norm);
-            const Tensor loss = cross_entropy(model(data.x), data.y);
+            const Tensor loss = cross_entropy(model(data.x), test::labels_of(data.y));
             loss.backward();
             losses.push_back(loss.item());
             NamedTensors g;
@@ -93,7 +93,7 @@ TEST_CASE("threads: SGD training stays within rounding of the one-thread run", "
         SGD optimizer(model.named_parameters(), {.lr = 0.05, .momentum = 0.9});
         for (int step = 0; step < 8; ++step) {
             const int64_t b = (step % 2) * 128;
-            const std::vector<int64_t> labels(data.y.begin() + b, data.y.begin() + b + 128);
+            const Tensor labels = test::labels_of(std::vector<int64_t>(data.y.begin() + b, data.y.begin() + b + 128));
             optimizer.zero_grad();
             cross_entropy(model(data.x.narrow(0, b, 128)), labels).backward();
             optimizer.step();

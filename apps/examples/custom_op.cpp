@@ -52,15 +52,15 @@ public:
 };
 
 // Two spirals of `n` points each: inputs [2n, 2], labels 0 and 1.
-std::pair<Tensor, std::vector<int64_t>> spirals(int64_t n, Generator& gen) {
+std::pair<Tensor, Tensor> spirals(int64_t n, Generator& gen) {
     Tensor inputs = empty({2 * n, 2});
-    std::vector<int64_t> labels;
+    Tensor labels = empty({2 * n}, kInt64);
     for (int64_t i = 0; i < 2 * n; ++i) {
         const int64_t cls = i % 2;
         const double r = static_cast<double>(i / 2) / static_cast<double>(n), angle = 3.0 * std::numbers::pi * r + std::numbers::pi * static_cast<double>(cls);
         inputs.data()[2 * i] = static_cast<float>(r * std::cos(angle) + 0.02 * gen.normal());
         inputs.data()[2 * i + 1] = static_cast<float>(r * std::sin(angle) + 0.02 * gen.normal());
-        labels.push_back(cls);
+        labels.data_ptr<int64_t>()[i] = cls;
     }
     return {inputs, labels};
 }

@@ -99,7 +99,7 @@ Tensor logits_of(Sequential& model, const std::shared_ptr<const Dataset>& data, 
 }
 
 double accuracy_of(const Tensor& logits, const Dataset& data) {
-    std::vector<int64_t> labels(data.labels.begin(), data.labels.end());
+    const Tensor labels = from_vector(std::vector<int64_t>(data.labels.begin(), data.labels.end()), {data.size()});
     return static_cast<double>(count_correct(logits, labels)) / static_cast<double>(data.size());
 }
 
@@ -462,9 +462,9 @@ void run_compare(CompareArgs& a) {
     if (const int signal = StopOnSignal::requested()) {
         const std::string finished = std::to_string(runs.size()) + " of " + plural(total_runs, "run");
         write_outputs(dir, a, runs, norms, batches, total,
-                      detail::concat("stopped by ", StopOnSignal::name(signal), " after ", finished,
+                      str("stopped by ", StopOnSignal::name(signal), " after ", finished,
                                      "; the runs that did not finish are left out."));
-        throw Interrupted(signal, detail::concat("normnet: compare stopped by ", StopOnSignal::name(signal), " after ",
+        throw Interrupted(signal, str("normnet: compare stopped by ", StopOnSignal::name(signal), " after ",
                                                  finished, "; their results are in ", dir,
                                                  "/ (report.md marked incomplete); run it again with --overwrite to redo the grid"));
     }

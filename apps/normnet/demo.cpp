@@ -24,15 +24,19 @@ void run_demo(const DemoOptions& o) {
     std::printf("%s\n", model.to_string().c_str());
     Generator gen(o.seed + 1);
     const Tensor x = rand({o.batch_size, 784}, gen);
-    std::vector<int64_t> y(static_cast<size_t>(o.batch_size));
-    for (auto& label : y) label = static_cast<int64_t>(gen.below(10));
+    std::vector<int64_t> classes(static_cast<size_t>(o.batch_size));
+    for (auto& label : classes) label = static_cast<int64_t>(gen.below(10));
+    const Tensor y = from_vector(classes, {o.batch_size});
     std::printf("training on one random batch of %s with SGD (lr %g):\n", plural(o.batch_size, "image").c_str(),
                 static_cast<double>(o.lr));
     for (int step = 1; step <= o.steps; ++step) {
         model.zero_grad();
         const Tensor loss = cross_entropy(model(x), y);
         loss.backward();
-        for (auto& p : model.parameters()) p.detach().add_(p.grad(), -o.lr);
+        {
+            NoGradGuard no_grad;
+            for (auto& p : model.parameters()) p.add_(p.grad(), -o.lr);
+        }
         if (step == 1 || step % 5 == 0 || step == o.steps) std::printf("step %3d  loss %.4f\n", step, static_cast<double>(loss.item()));
     }
 }

@@ -188,7 +188,7 @@ LRSchedulerOptions schedule_options(const RunConfig& c, int64_t batches_per_epoc
     o.step_size = c.step_epochs * batches_per_epoch;
     o.gamma = c.step_gamma;
     if (o.schedule == Schedule::cosine && o.warmup_steps >= o.total_steps) {
-        throw UsageError(detail::concat("--warmup ", c.warmup, ": the cosine schedule needs the warm-up to end before the run does (",
+        throw UsageError(str("--warmup ", c.warmup, ": the cosine schedule needs the warm-up to end before the run does (",
                                         c.epochs, " epoch(s) x ", batches_per_epoch, " batch(es) = ", o.total_steps, ")"));
     }
     return o;

@@ -187,7 +187,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     // The last checkpoint in this folder, named when a NaN stops the run.
     std::string saved = continuing ? position(trainer) : "";
     const auto interrupted = [&](int signal) {
-        return Interrupted(signal, detail::concat("normnet: stopped by ", StopOnSignal::name(signal), " at ", position(trainer),
+        return Interrupted(signal, str("normnet: stopped by ", StopOnSignal::name(signal), " at ", position(trainer),
                                                   "; checkpoint saved, continue with: normnet train --resume ", dir));
     };
     try {

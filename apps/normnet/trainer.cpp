@@ -130,6 +130,7 @@ EpochProgress parse_progress(const std::string& text) {
 // The first parameter or buffer holding a NaN or an infinity, or "".
 std::string first_non_finite(const NamedTensors& state) {
     for (const auto& [name, t] : state) {
+        if (t.dtype() != kFloat32) continue;  // counts (num_batches_tracked, steps) are always finite
         const Tensor c = t.contiguous();
         const float* p = c.data();
         for (int64_t i = 0; i < c.numel(); ++i) {
@@ -201,7 +202,7 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
     : config_(config), train_(std::move(train)), test_(std::move(test)), loader_(train_, loader_options(config, train_->size())) {
     config_.validate();
     if (loader_.num_batches() == 0) {
-        throw UsageError(detail::concat("--limit ", config_.limit, ": ", train_->size(),
+        throw UsageError(str("--limit ", config_.limit, ": ", train_->size(),
                                         " training image(s) give no batch of at least 2 for BatchNorm (use a larger --limit)"));
     }
     // The same seed gives the same initial Linear weights whatever the normalisation: the
@@ -231,7 +232,7 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     const bool skip_mode = config_.on_nan == "skip";
     const auto reject = [&](const char* what, double value) {
         if (skip_mode) return false;
-        throw NonFinite(detail::concat("non-finite ", what, " (", value, ") at epoch ", epochs_done_ + 1, ", batch ",
+        throw NonFinite(str("non-finite ", what, " (", value, ") at epoch ", epochs_done_ + 1, ", batch ",
                                        progress_.batch + 1, " of ", batches));
     };
     // Gradients are zeroed once here and then by step_and_zero_grad, in the optimizer's own
@@ -280,7 +281,7 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     progress_ = EpochProgress{};
     ++epochs_done_;
     if (done.seen == 0) {
-        throw NonFinite(detail::concat("every batch of epoch ", epochs_done_, " had a non-finite loss or gradient (",
+        throw NonFinite(str("every batch of epoch ", epochs_done_, " had a non-finite loss or gradient (",
                                        done.skipped, " skipped)"));
     }
     return done;
@@ -321,10 +322,11 @@ Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t
         const Tensor logits = model.forward(batch.inputs);
         loss_sum += static_cast<double>(cross_entropy(logits, batch.labels).item()) * static_cast<double>(batch.size());
         const int64_t C = logits.size(1);
+        const int64_t* labels = batch.labels.data_ptr<int64_t>();
         for (int64_t n = 0; n < batch.size(); ++n) {
             const float* row = logits.data() + n * C;
             const auto predicted = static_cast<size_t>(std::max_element(row, row + C) - row);
-            const auto truth = static_cast<size_t>(batch.labels[static_cast<size_t>(n)]);
+            const auto truth = static_cast<size_t>(labels[n]);
             ++e.confusion[truth][predicted];
             e.predictions.push_back(static_cast<int64_t>(predicted));
             e.correct += predicted == truth;
@@ -342,7 +344,7 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     c.model = model_->state_dict();
     const std::string bad = first_non_finite(c.model);
     if (!bad.empty()) {
-        throw NonFinite(detail::concat("the model's ", bad, " is not finite after epoch ", epochs_done_,
+        throw NonFinite(str("the model's ", bad, " is not finite after epoch ", epochs_done_,
                                        progress_.batch ? " batch " + std::to_string(progress_.batch) : std::string()));
     }
     const std::string epoch = std::to_string(epochs_done_);

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <optional>
 #include <vector>
 
+#include "normnet/export.hpp"
 #include "normnet/idx.hpp"
 #include "normnet/tensor.hpp"
 
@@ -19,6 +21,13 @@ struct DataLoaderOptions {
     bool shuffle = false;    // reshuffle every epoch; the order depends only on (seed, epoch)
     bool drop_last = false;  // drop the last batch when it is smaller than batch_size
     uint64_t seed = 0;
+    // Data parallelism: batch_size is the global batch, which must divide by num_replicas; every
+    // rank draws the same order and takes its contiguous slice of each global batch (rows
+    // [rank * b, (rank + 1) * b) of it, b = batch_size / num_replicas), so every global step sees
+    // exactly the single-process batch. A last partial batch is split the same way, which can
+    // leave a rank an empty slice (it still runs the step, as every collective needs it).
+    int64_t num_replicas = 1;
+    int64_t rank = 0;
 };
 
 /// How uint8 pixels become floats: x / 255, then optionally (x - mean) / std.
@@ -27,33 +36,34 @@ struct ImageTransform {
     std::optional<float> std{};   // e.g. 0.3081 for MNIST
 };
 
-/// One mini-batch. `labels` holds class indices (image datasets, labelled tensors);
-/// `targets` holds float targets when the loader was built from two tensors.
+/// One mini-batch. `labels` holds int64 class indices (image datasets, tensors with int64
+/// labels); `targets` holds float targets when the loader was built from float targets.
 struct Batch {
-    Tensor inputs;                // [B, features...]
-    Tensor targets;               // [B, ...] or undefined
-    std::vector<int64_t> labels;  // [B] or empty
+    Tensor inputs;   // [B, features...]
+    Tensor targets;  // [B, ...] float32, or undefined
+    Tensor labels;   // [B] int64, or undefined
     int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
 };
 
 /// The first n examples of a dataset (all of it when n >= its size), e.g. for quick runs.
-Dataset take(const Dataset& dataset, int64_t n);
+NORMNET_API Dataset take(const Dataset& dataset, int64_t n);
 
 /// Mini-batches over an image Dataset or over a user's tensors (as torch.utils.data.DataLoader):
 /// `for (const Batch& b : loader)` runs one epoch; each full pass moves to the next epoch's order.
-class DataLoader {
+class NORMNET_API DataLoader {
 public:
     /// Batches of images as floats [B, rows * cols] with their labels.
     DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options, ImageTransform transform = {});
-    /// Batches of rows of inputs [N, ...] with the matching rows of float targets [N, ...].
+    /// Batches of rows of inputs [N, ...] with the matching rows of targets [N, ...]: float32
+    /// values (Batch::targets, e.g. for regression) or int64 class labels (Batch::labels).
     DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& options);
-    /// Batches of rows of inputs [N, ...] with class labels.
-    DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoaderOptions& options);
 
     /// Number of examples.
     int64_t dataset_size() const { return size_; }
-    /// Batches per epoch.
+    /// Batches per epoch (global batches: the same on every rank).
     int64_t num_batches() const;
+    /// This rank's share of global batch `index`: its rows over the global batch's rows.
+    double share(int64_t index) const;
     /// The options given at construction.
     const DataLoaderOptions& options() const { return options_; }
     /// The epoch the next iteration runs (0 first); each full iteration moves to the next.
@@ -86,11 +96,12 @@ public:
 
 private:
     void shuffle_for_epoch(int64_t epoch);
+    /// The first row (in the epoch's order) and the number of rows of this rank's part of batch `index`.
+    std::pair<int64_t, int64_t> slice(int64_t index) const;
 
     std::shared_ptr<const Dataset> images_;
     ImageTransform transform_;
     Tensor inputs_, targets_;
-    std::vector<int64_t> labels_;
     int64_t size_ = 0;
     DataLoaderOptions options_;
     std::vector<int64_t> order_;

@@ -1,4 +1,5 @@
-// normnet::Error and the small check helpers every public function uses to reject bad input.
+// normnet::Error, the one exception type of the library, and NORMNET_CHECK, which throws it
+// with a message built only when the check fails.
 #pragma once
 
 #include <sstream>
@@ -6,35 +7,44 @@
 #include <string>
 #include <utility>
 
+#include "normnet/export.hpp"
+
 namespace normnet {
 
 /// The one exception type the library throws for bad input or misuse.
 /// The message says what went wrong and where (shapes, file names, option names).
-class Error : public std::runtime_error {
+class NORMNET_API Error : public std::runtime_error {
 public:
     /// An error with message `what`.
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-namespace detail {
+/// The parts streamed into one string, as c10::str: str("shape ", shape, " at ", i).
 template <class... Parts>
-std::string concat(Parts&&... parts) {
+std::string str(Parts&&... parts) {
     std::ostringstream out;
     (out << ... << std::forward<Parts>(parts));
     return out.str();
-}
-}  // namespace detail
-
-/// Throws normnet::Error with the streamed parts as its message when `condition` is false.
-template <class... Parts>
-void check(bool condition, Parts&&... parts) {
-    if (!condition) throw Error(detail::concat(std::forward<Parts>(parts)...));
 }
 
 /// Throws normnet::Error with the streamed parts as its message.
 template <class... Parts>
 [[noreturn]] void fail(Parts&&... parts) {
-    throw Error(detail::concat(std::forward<Parts>(parts)...));
+    throw Error(str(std::forward<Parts>(parts)...));
+}
+
+/// Transitional eager form of NORMNET_CHECK (its parts are evaluated even when the check passes).
+template <class... Parts>
+void check(bool condition, Parts&&... parts) {
+    if (!condition) fail(std::forward<Parts>(parts)...);
 }
 
 }  // namespace normnet
+
+/// NORMNET_CHECK(condition, parts...) throws normnet::Error with the streamed parts as its
+/// message when condition is false (as TORCH_CHECK). The parts are evaluated only then, so a
+/// passing check costs one branch and allocates nothing, whatever its message mentions.
+#define NORMNET_CHECK(condition, ...)                         \
+    do {                                                      \
+        if (!(condition)) [[unlikely]] ::normnet::fail(__VA_ARGS__); \
+    } while (false)

@@ -1,7 +1,11 @@
 // The gradient checker: compares an op's or module's analytic gradients with central
-// differences, with the gradients pre-filled with garbage so that an op that overwrites
-// instead of accumulating, or forgets a gradient, fails.
+// differences. The analytic gradients are taken three ways that must agree: into .grad
+// pre-filled with garbage (an op that overwrites instead of adding fails), into no .grad (new
+// buffers are filled with NaN first: an op that adds into one instead of writing it fails), and
+// through non-leaf copies of the inputs used by two calls (the second gradient is added).
 #pragma once
+
+#include "normnet/export.hpp"
 
 #include <functional>
 #include <string>
@@ -29,10 +33,10 @@ struct GradcheckResult {
 /// Checks the gradients of sum(fn(inputs) * w), for a fixed random w, with respect to every
 /// input that requires grad. fn may read other tensors too (e.g. a module's parameters, when
 /// they are passed in `inputs`): inputs are perturbed in place.
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+NORMNET_API GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 
 /// gradcheck of module(x) with respect to x (when it requires grad) and every parameter.
-GradcheckResult gradcheck(Module& module, const Tensor& x, const GradcheckOptions& options = {});
+NORMNET_API GradcheckResult gradcheck(Module& module, const Tensor& x, const GradcheckOptions& options = {});
 
 }  // namespace normnet

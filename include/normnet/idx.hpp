@@ -2,6 +2,8 @@
 // image datasets. Every malformed file is rejected with a normnet::Error naming the file.
 #pragma once
 
+#include "normnet/export.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,10 +17,10 @@ struct ImageSet {
 };
 
 /// Reads an IDX image file (magic 2051: unsigned bytes, 3 dims), raw or gzip-compressed.
-ImageSet read_idx_images(const std::string& path);
+NORMNET_API ImageSet read_idx_images(const std::string& path);
 
 /// Reads an IDX label file (magic 2049: unsigned bytes, 1 dim), raw or gzip-compressed.
-std::vector<uint8_t> read_idx_labels(const std::string& path);
+NORMNET_API std::vector<uint8_t> read_idx_labels(const std::string& path);
 
 /// A labelled image dataset kept as uint8 in memory (MNIST train: 47 MB).
 struct Dataset {
@@ -34,11 +36,11 @@ struct Dataset {
 };
 
 /// Reads an image file and its label file; checks that the counts agree and every label < num_classes.
-Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
+NORMNET_API Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
                          int num_classes = 10);
 
 /// Loads split "train" or "test" of an MNIST-layout dir, finding either the raw file
 /// (train-images-idx3-ubyte) or its .gz; works for MNIST and Fashion-MNIST alike.
-Dataset load_mnist_split(const std::string& dir, const std::string& split);
+NORMNET_API Dataset load_mnist_split(const std::string& dir, const std::string& split);
 
 }  // namespace normnet

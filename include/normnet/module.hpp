@@ -10,19 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
 
 namespace normnet {
 
-/// An ordered list of (name, tensor) pairs, like PyTorch's OrderedDict of tensors.
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-
-/// Returns the tensor called `name` in `list`, or an undefined tensor.
-Tensor find_tensor(const NamedTensors& list, const std::string& name);
-
 /// Base class of layers and models. Subclasses register their parameters, buffers and children
 /// in the constructor and override forward() (and, for printing, type_name()/extra_repr()).
-class Module {
+class NORMNET_API Module {
 public:
     Module() = default;
     virtual ~Module() = default;
@@ -104,7 +99,7 @@ private:
 };
 
 /// Prints module.to_string(), so `std::cout << model` shows the tree as PyTorch's print does.
-std::ostream& operator<<(std::ostream& os, const Module& module);
+NORMNET_API std::ostream& operator<<(std::ostream& os, const Module& module);
 
 /// A shared handle to any module; converts implicitly from a module value (moved) or a
 /// shared_ptr, so Sequential{Linear(784, 300), ReLU()} reads as in PyTorch.

@@ -2,9 +2,10 @@
 // semantics and defaults of PyTorch 1.13's torch.optim (one parameter group).
 //
 // Optimizers hold their parameters by name, so their state has stable names ("exp_avg.0.weight")
-// and a checkpoint of it means the same thing after a restart. Each optimizer counts its steps
-// once (not once per tensor). step() updates every parameter in one pass over its data and,
-// after the first call has created the state, allocates nothing.
+// and a checkpoint of it means the same thing after a restart. As in PyTorch, each parameter
+// counts its own steps (the steps in which it had a gradient), which Adam's bias corrections
+// use. step() updates every parameter in one pass over its data and, after the first call has
+// created the state, allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/tensor.hpp"
 
@@ -45,7 +47,7 @@ struct AdamWOptions {
 /// The base of every optimizer: the named parameters, the learning rate, the step counter and
 /// the per-parameter state, which it saves and restores by name (never by address).
 /// Not copyable: copies would update the same parameters with diverging state.
-class Optimizer {
+class NORMNET_API Optimizer {
 public:
     /// Optimizes `params` (e.g. model.named_parameters()); names must be unique and non-empty,
     /// tensors contiguous leaves, each listed once.
@@ -74,19 +76,23 @@ public:
     double lr() const { return lr_; }
     /// Sets the learning rate used by the next step(); it must be finite and >= 0.
     void set_lr(double lr);
-    /// Number of step() calls so far (restored by load_state_dict). Adam's bias corrections use it.
+    /// Number of step() calls so far (restored by load_state_dict).
     int64_t step_count() const { return step_count_; }
+    /// Steps in which parameter i had a gradient (restored by load_state_dict), for optimizers
+    /// that count them (Adam, AdamW: their bias corrections use it, as torch's state['step']); 0 for SGD.
+    int64_t param_step(size_t i) const { return param_steps_[i]; }
     /// The optimized parameters with their names.
     const NamedTensors& params() const { return params_; }
 
-    /// A copy of all state, as tensors with stable names: "step" and "lr" (one element each),
-    /// then per parameter "<state>.<param name>" (e.g. "momentum_buffer.0.weight", "exp_avg.0.weight",
-    /// "exp_avg_sq.0.weight") for the state created so far. float32, as checkpoints store it: "step"
-    /// is exact up to 2^24 steps (beyond that Adam's bias corrections are 1 in double anyway).
+    /// A copy of all state, as tensors with stable names: "step" (int64) and "lr" (float32), then
+    /// per parameter "step.<param name>" (int64; Adam and AdamW, once it has stepped) and "<state>.<param name>"
+    /// (e.g. "momentum_buffer.0.weight", "exp_avg.0.weight", "exp_avg_sq.0.weight") for the state
+    /// created so far.
     virtual NamedTensors state_dict() const;
     /// Restores state saved by state_dict(). Every name and shape is checked before anything
     /// changes; a bad one throws normnet::Error naming the key. Per-parameter state that is absent
-    /// is reset (created again on the next step). The stored lr is float32: when the current lr
+    /// is reset (created again on the next step); a state written before per-parameter steps existed
+    /// (no "step.<name>") gives every parameter with state the global step. The stored lr is float32: when the current lr
     /// rounds to it, the current (double) lr is kept, so a resumed run continues bit-identically.
     /// Create an LRScheduler before loading (its base lr is the lr at its construction) and then
     /// call its set_position().
@@ -103,6 +109,11 @@ protected:
     std::vector<Tensor>& state(int index) { return states_[static_cast<size_t>(index)].tensors; }
     /// Increments the step counter and returns the new count (1 on the first step).
     int64_t advance_step() { return ++step_count_; }
+    /// Increments parameter i's step count and returns it (1 on its first step). Optimizers that
+    /// call it say so in their constructor with count_param_steps().
+    int64_t advance_param_step(size_t i) { return ++param_steps_[i]; }
+    /// Marks this optimizer as counting per-parameter steps (saved as "step.<name>").
+    void count_param_steps() { counts_param_steps_ = true; }
     /// The gradient of parameter i, or null when it has none; throws when it is not contiguous.
     float* grad_data(size_t i) const;
 
@@ -115,11 +126,13 @@ private:
     std::vector<StateKind> states_;
     double lr_ = 0.0;
     int64_t step_count_ = 0;
+    std::vector<int64_t> param_steps_;
+    bool counts_param_steps_ = false;
 };
 
 /// Stochastic gradient descent with optional momentum, dampening, Nesterov and L2 weight decay
 /// (torch.optim.SGD: the momentum buffer starts as the first gradient, without dampening).
-class SGD : public Optimizer {
+class NORMNET_API SGD : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
     explicit SGD(NamedTensors params, SGDOptions options = {});
@@ -136,7 +149,7 @@ private:
 };
 
 /// Adam (torch.optim.Adam, amsgrad off) with L2 weight decay added to the gradient.
-class Adam : public Optimizer {
+class NORMNET_API Adam : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
     explicit Adam(NamedTensors params, AdamOptions options = {});
@@ -156,7 +169,7 @@ private:
 
 /// AdamW (torch.optim.AdamW, amsgrad off): decoupled weight decay p *= 1 - lr * weight_decay,
 /// then the Adam update without L2.
-class AdamW : public Optimizer {
+class NORMNET_API AdamW : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
     explicit AdamW(NamedTensors params, AdamWOptions options = {});
@@ -194,7 +207,7 @@ struct LRSchedulerOptions {
 
 /// A learning-rate schedule stepped once per batch. It sets the optimizer's lr from the base
 /// lr (the optimizer's lr when the scheduler is made); the optimizer must outlive it.
-class LRScheduler {
+class NORMNET_API LRScheduler {
 public:
     /// Takes the base lr from optimizer.lr() and sets the optimizer's lr to lr_at(0).
     /// Throws normnet::Error naming the option when options are invalid.
@@ -222,47 +235,7 @@ private:
 /// Scales the gradients in place so that their global L2 norm is at most max_norm; returns the norm
 /// before clipping (as torch.nn.utils.clip_grad_norm_, which divides by total_norm + 1e-6).
 /// Tensors without a gradient are skipped; max_norm must be >= 0.
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+NORMNET_API double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
-namespace detail {
-// The kernels behind step(), declared here for the tests that compare each with its naive
-// reference (a transcription of torch's op-by-op update).
-
-/// The float32 scalars of one SGD step, as torch casts its Python floats.
-struct SGDScalars {
-    float neg_lr;               ///< -lr
-    float weight_decay;         ///< 0: none
-    float momentum;             ///< 0: no buffer
-    float one_minus_dampening;  ///< 1 - dampening
-    bool nesterov;
-    bool first;  ///< the buffer is set to the (decayed) gradient instead of updated
-};
-/// The scalars of a step of SGD with options `o` and learning rate lr.
-SGDScalars sgd_scalars(const SGDOptions& o, double lr, bool first);
-/// One SGD update. param: [n] updated, buf: [n] updated (unused without momentum), grad: [n]
-void sgd_update(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s);
-void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s);
-
-/// The float32 scalars of one Adam/AdamW step (bias corrections computed in double).
-struct AdamScalars {
-    float beta1, one_minus_beta1, beta2, one_minus_beta2;
-    float weight_decay;           ///< Adam's L2, added to the gradient; 0: none
-    float decay;                  ///< AdamW's factor 1 - lr * weight_decay on the parameter; 1: none
-    float bias_correction2_sqrt;  ///< sqrt(1 - beta2^t)
-    float eps;
-    float neg_step_size;  ///< -lr / (1 - beta1^t)
-};
-/// The scalars of Adam step `step` (1 for the first); pass weight decay as l2 (Adam) or decoupled (AdamW).
-AdamScalars adam_scalars(double lr, std::pair<double, double> betas, double eps, double l2_weight_decay,
-                         double decoupled_weight_decay, int64_t step);
-/// One Adam/AdamW update. param, exp_avg, exp_avg_sq: [n] updated; grad: [n]
-void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                 const AdamScalars& s);
-/// adam_update, then grad set to zero in the same pass. grad: [n] read, then zeroed
-void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* grad, int64_t n,
-                               const AdamScalars& s);
-void adam_update_reference(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                           const AdamScalars& s);
-}  // namespace detail
 
 }  // namespace normnet

@@ -1,5 +1,6 @@
-// Tensor: a float32, row-major, n-dimensional array with shared storage, views and autograd state.
-// A Tensor is a handle (like torch::Tensor): copying it shares the data, clone() copies it.
+// Tensor: an n-dimensional array (float32, int64 or bool), row-major, with shared storage, views
+// and autograd state. A Tensor is a handle (like torch::Tensor): copying it shares the data,
+// clone() copies it.
 #pragma once
 
 #include <array>
@@ -9,9 +10,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "normnet/error.hpp"
+#include "normnet/export.hpp"
 
 namespace normnet {
 
@@ -19,7 +22,7 @@ namespace normnet {
 inline constexpr int kMaxDims = 8;
 
 /// The sizes (or strides) of a tensor: up to kMaxDims int64 values, stored inline.
-class Shape {
+class NORMNET_API Shape {
 public:
     /// The shape of a zero-dimensional tensor: [].
     Shape() = default;
@@ -51,7 +54,13 @@ public:
     /// "[4, 2, 3]", as PyTorch prints sizes in its messages.
     std::string str() const;
     /// Same number of dimensions and the same sizes.
-    friend bool operator==(const Shape& a, const Shape& b);
+    friend bool operator==(const Shape& a, const Shape& b) {
+        if (a.n_ != b.n_) return false;
+        for (int i = 0; i < a.n_; ++i) {
+            if (a[i] != b[i]) return false;
+        }
+        return true;
+    }
 
 private:
     std::array<int64_t, kMaxDims> d_{};
@@ -59,36 +68,42 @@ private:
 };
 
 /// Prints s.str().
-std::ostream& operator<<(std::ostream& os, const Shape& s);
+NORMNET_API std::ostream& operator<<(std::ostream& os, const Shape& s);
 
-struct Node;
+/// The element types (torch.float32, torch.int64, torch.bool). Only float32 tensors take part in
+/// autograd; int64 holds labels and indices, bool holds masks.
+enum class Dtype : uint8_t { float32, int64, bool8 };
+inline constexpr Dtype kFloat32 = Dtype::float32;
+inline constexpr Dtype kFloat = Dtype::float32;
+inline constexpr Dtype kInt64 = Dtype::int64;
+inline constexpr Dtype kLong = Dtype::int64;
+inline constexpr Dtype kBool = Dtype::bool8;
+/// "float32", "int64", "bool", as PyTorch names them (without "torch.").
+NORMNET_API const char* dtype_name(Dtype dtype);
+/// Bytes per element: 4, 8, 1.
+NORMNET_API int64_t element_size(Dtype dtype);
+/// Prints dtype_name(dtype).
+NORMNET_API std::ostream& operator<<(std::ostream& os, Dtype dtype);
+
+/// The C++ type of each dtype's elements.
+template <class T>
+inline constexpr Dtype dtype_of = T::unsupported_element_type;
+template <>
+inline constexpr Dtype dtype_of<float> = kFloat32;
+template <>
+inline constexpr Dtype dtype_of<int64_t> = kInt64;
+template <>
+inline constexpr Dtype dtype_of<bool> = kBool;
+
+class Node;
 class Tensor;
 
 namespace detail {
-/// A float buffer from the caching allocator; views share one Storage.
-struct Storage {
-    explicit Storage(int64_t numel);
-    ~Storage();
-    Storage(const Storage&) = delete;
-    Storage& operator=(const Storage&) = delete;
-    float* data = nullptr;
-    int64_t numel = 0;
-};
-
-struct TensorImpl {
-    std::shared_ptr<Storage> storage;
-    int64_t offset = 0;
-    Shape shape;
-    Shape strides;
-    bool requires_grad = false;
-    std::shared_ptr<TensorImpl> grad;        // accumulated gradient (leaves)
-    std::shared_ptr<Node> grad_fn;           // the op that made this tensor (non-leaves)
-    std::shared_ptr<Node> grad_accumulator;  // leaves: the node that receives their gradient
-};
+struct TensorImpl;  // storage, view, dtype and autograd state of a tensor (src/tensor_impl.hpp)
 }  // namespace detail
 
 /// A seeded random generator (xoshiro256**), reproducible across runs and machines given its seed.
-class Generator {
+class NORMNET_API Generator {
 public:
     /// A generator seeded with `seed`.
     explicit Generator(uint64_t seed = 0) { manual_seed(seed); }
@@ -112,12 +127,12 @@ private:
 };
 
 /// The process-wide generator used by layer initialisation (as torch's default generator).
-Generator& default_generator();
+NORMNET_API Generator& default_generator();
 /// Seeds the default generator (torch.manual_seed).
-void manual_seed(uint64_t seed);
+NORMNET_API void manual_seed(uint64_t seed);
 
-/// A float32 n-dimensional array. Shape mistakes throw normnet::Error naming both shapes.
-class Tensor {
+/// An n-dimensional array. Shape and dtype mistakes throw normnet::Error naming both.
+class NORMNET_API Tensor {
 public:
     /// An undefined tensor (defined() is false), as torch::Tensor().
     Tensor() = default;
@@ -127,26 +142,42 @@ public:
     /// False for a default-constructed tensor (e.g. an absent bias).
     bool defined() const { return impl_ != nullptr; }
     /// The sizes; sizes() is the same, under torch's name.
-    const Shape& shape() const { return impl().shape; }
-    const Shape& sizes() const { return impl().shape; }
+    const Shape& shape() const;
+    const Shape& sizes() const { return shape(); }
     /// Elements to skip per step along each dimension.
-    const Shape& strides() const { return impl().strides; }
+    const Shape& strides() const;
     /// Number of dimensions.
-    int dim() const { return impl().shape.size(); }
+    int dim() const { return shape().size(); }
     /// Size of dimension d; negative d counts from the end.
     int64_t size(int d) const;
-    int64_t numel() const { return impl().shape.numel(); }
+    int64_t numel() const { return shape().numel(); }
+    /// The element type.
+    Dtype dtype() const;
+    /// True for float32 tensors.
+    bool is_floating_point() const { return dtype() == kFloat32; }
     /// True when the elements lie row-major without gaps, so data() can be walked linearly.
     bool is_contiguous() const;
 
-    /// Pointer to the first element (respecting the view's offset).
-    float* data() const { return impl().storage->data + impl().offset; }
-    /// The value of a one-element tensor.
-    float item() const;
-    /// The element at a full index, e.g. t.at({1, 2}).
+    /// Pointer to the first float32 element (respecting the view's offset); throws for other dtypes.
+    float* data() const { return data_ptr<float>(); }
+    /// Pointer to the first element as T, which must match dtype() (float, int64_t or bool).
+    template <class T>
+    T* data_ptr() const {
+        return static_cast<T*>(typed_data(dtype_of<T>));
+    }
+    /// The value of a one-element tensor, converted to float.
+    float item() const { return item<float>(); }
+    /// The value of a one-element tensor converted to T (e.g. item<int64_t>() of an index).
+    template <class T>
+    T item() const;
+    /// The element at a full index, e.g. t.at({1, 2}), converted to float.
     float at(std::initializer_list<int64_t> index) const;
-    /// The elements in row-major order.
-    std::vector<float> to_vector() const;
+    /// The elements in row-major order, converted to T.
+    template <class T = float>
+    std::vector<T> to_vector() const;
+    /// A copy with another element type (this tensor itself when it already has it), as
+    /// torch's Tensor::to(dtype); float -> int64 truncates toward zero, nonzero -> true.
+    Tensor to(Dtype dtype) const;
 
     // Views and copies.
     /// Same data, new shape; one size may be -1. Requires a contiguous tensor.
@@ -173,11 +204,13 @@ public:
     /// True when both tensors view the same storage.
     bool shares_storage(const Tensor& other) const;
 
-    // In-place updates, not recorded by autograd (initialisation, optimizers).
-    Tensor& fill_(float value);
+    // In-place updates. They are not recorded by autograd: in grad mode they refuse a leaf that
+    // requires grad (as PyTorch does; use NoGradGuard or detach() for initialisation), and each
+    // bumps the storage's version counter, so a backward that needs the old values fails loudly.
+    Tensor& fill_(double value);
     /// fill_(0).
-    Tensor& zero_() { return fill_(0.0f); }
-    /// Copies src's values (same number of elements) into this tensor.
+    Tensor& zero_() { return fill_(0.0); }
+    /// Copies src's values (same number of elements, any dtype: converted) into this tensor.
     Tensor& copy_(const Tensor& src);
     /// this *= factor.
     Tensor& mul_(float factor);
@@ -187,19 +220,23 @@ public:
     Tensor& uniform_(float low, float high, Generator& gen = default_generator());
     /// Fills with normal values of the given mean and standard deviation.
     Tensor& normal_(float mean, float std, Generator& gen = default_generator());
+    /// The storage's version counter: how many in-place updates its data has seen (views share it).
+    uint32_t version() const;
+    /// Records an in-place update of the data done through data() (bumps the version counter).
+    void bump_version() const;
 
     // Autograd.
-    bool requires_grad() const { return defined() && impl().requires_grad; }
-    /// Marks a leaf tensor as needing gradients (like torch's requires_grad_).
+    bool requires_grad() const;
+    /// Marks a leaf tensor as needing gradients (like torch's requires_grad_); float32 only.
     Tensor& requires_grad_(bool on = true);
     /// The gradient accumulated by backward(); undefined until the first backward.
     Tensor grad() const;
     /// Replaces the gradient (an undefined tensor clears it).
     void set_grad(const Tensor& g) const;
     /// The op node that produced this tensor, or null for leaves.
-    const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+    std::shared_ptr<Node> grad_fn() const;
     /// True for tensors not produced by a recorded op (inputs, parameters).
-    bool is_leaf() const { return impl().grad_fn == nullptr; }
+    bool is_leaf() const;
     /// Back-propagates from a one-element tensor (its gradient is 1).
     void backward() const;
     /// Back-propagates with `gradient` as this tensor's gradient (same shape).
@@ -214,45 +251,63 @@ public:
     const std::shared_ptr<detail::TensorImpl>& impl_ptr() const { return impl_; }
 
 private:
+    void* typed_data(Dtype expected) const;
     std::shared_ptr<detail::TensorImpl> impl_;
 };
 
-/// Prints t.str().
-std::ostream& operator<<(std::ostream& os, const Tensor& t);
+extern template NORMNET_API float Tensor::item<float>() const;
+extern template NORMNET_API int64_t Tensor::item<int64_t>() const;
+extern template NORMNET_API bool Tensor::item<bool>() const;
+extern template NORMNET_API double Tensor::item<double>() const;
+extern template NORMNET_API std::vector<float> Tensor::to_vector<float>() const;
+extern template NORMNET_API std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+extern template NORMNET_API std::vector<bool> Tensor::to_vector<bool>() const;
+extern template NORMNET_API std::vector<double> Tensor::to_vector<double>() const;
 
-// Factories. All return contiguous tensors that do not require grad.
+/// Prints t.str().
+NORMNET_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// An ordered list of (name, tensor) pairs, like PyTorch's OrderedDict of tensors (a state_dict).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+/// Returns the tensor called `name` in `list`, or an undefined tensor.
+NORMNET_API Tensor find_tensor(const NamedTensors& list, const std::string& name);
+
+// Factories. All return contiguous tensors that do not require grad; dtype defaults to float32.
 /// Uninitialised values (the buffer may hold anything).
-Tensor empty(const Shape& shape);
+NORMNET_API Tensor empty(const Shape& shape, Dtype dtype = kFloat32);
 /// All zeros.
-Tensor zeros(const Shape& shape);
+NORMNET_API Tensor zeros(const Shape& shape, Dtype dtype = kFloat32);
 /// All ones.
-Tensor ones(const Shape& shape);
+NORMNET_API Tensor ones(const Shape& shape, Dtype dtype = kFloat32);
 /// Every element `value`.
-Tensor full(const Shape& shape, float value);
-/// 0, 1, ..., end - 1 as floats.
-Tensor arange(int64_t end);
+NORMNET_API Tensor full(const Shape& shape, double value, Dtype dtype = kFloat32);
+/// 0, 1, ..., end - 1 (float32 unless dtype says otherwise; torch gives int64 here).
+NORMNET_API Tensor arange(int64_t end, Dtype dtype = kFloat32);
 /// start, start + step, ... below end.
-Tensor arange(double start, double end, double step = 1.0);
-/// A tensor holding `values` with the given shape (their counts must agree).
-Tensor from_vector(const std::vector<float>& values, const Shape& shape);
-/// A 1-D tensor of the listed values, e.g. tensor({1, 2, 3}).
-Tensor tensor(std::initializer_list<float> values);
-/// A zero-dimensional tensor holding one value.
-Tensor scalar_tensor(float value);
+NORMNET_API Tensor arange(double start, double end, double step = 1.0, Dtype dtype = kFloat32);
+/// A float32 tensor holding `values` with the given shape (their counts must agree).
+NORMNET_API Tensor from_vector(const std::vector<float>& values, const Shape& shape);
+/// An int64 tensor holding `values` (e.g. a std::vector<int64_t> of class labels) with the given shape.
+NORMNET_API Tensor from_vector(std::span<const int64_t> values, const Shape& shape);
+/// A 1-D tensor of the listed values, e.g. tensor({1, 2, 3}) or tensor({3, 1, 4}, kInt64).
+NORMNET_API Tensor tensor(std::initializer_list<float> values, Dtype dtype = kFloat32);
+/// A zero-dimensional float32 tensor holding one value.
+NORMNET_API Tensor scalar_tensor(float value);
 /// Uniform in [0, 1), as torch.rand.
-Tensor rand(const Shape& shape, Generator& gen = default_generator());
+NORMNET_API Tensor rand(const Shape& shape, Generator& gen = default_generator());
 /// Standard normal, as torch.randn.
-Tensor randn(const Shape& shape, Generator& gen = default_generator());
-/// zeros, ones or empty of t's shape.
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
-Tensor empty_like(const Tensor& t);
+NORMNET_API Tensor randn(const Shape& shape, Generator& gen = default_generator());
+/// zeros, ones or empty of t's shape and dtype.
+NORMNET_API Tensor zeros_like(const Tensor& t);
+NORMNET_API Tensor ones_like(const Tensor& t);
+NORMNET_API Tensor empty_like(const Tensor& t);
 
 /// True when a and b have the same shape and all |a - b| <= atol + rtol * |b| (torch.allclose).
-bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+NORMNET_API bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 
 /// Releases the blocks the caching allocator keeps for reuse (normnet keeps freed tensor
 /// memory to make later allocations of the same size free, as PyTorch's caching allocators do).
-void empty_cache();
+NORMNET_API void empty_cache();
 
 }  // namespace normnet

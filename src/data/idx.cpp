@@ -163,39 +163,39 @@ IdxData read_idx(const std::string& path, uint32_t magic, const char* what) {
     const uint64_t header_bytes = 4 + 4 * uint64_t(ndim);
 
     uint8_t head[4];
-    check(in.read(head, 4) == 4, path, ": truncated: the file ends inside the IDX header");
+    NORMNET_CHECK(in.read(head, 4) == 4, path, ": truncated: the file ends inside the IDX header");
     const uint32_t got_magic = big_endian_u32(head);
     if (got_magic != magic) {
         std::string why;
         if (head[0] != 0 || head[1] != 0) why = "; not an IDX file";
         else if (head[2] != kUnsignedByte)
-            why = detail::concat(": data type code ", hex_byte(head[2]), ", expected 0x08 (unsigned byte)");
+            why = std::string(": data type code ") + hex_byte(head[2]) + ", expected 0x08 (unsigned byte)";
         else
-            why = detail::concat(": ", int(head[3]), " dimensions, expected ", ndim);
+            why = ": " + std::to_string(int(head[3])) + " dimensions, expected " + std::to_string(ndim);
         fail(path, ": bad magic number ", got_magic, ", expected ", magic, " (", what, ")", why);
     }
 
     IdxData idx;
     for (int i = 0; i < ndim; ++i) {
         uint8_t dim[4];
-        check(in.read(dim, 4) == 4, path, ": truncated: the file ends inside the IDX header");
+        NORMNET_CHECK(in.read(dim, 4) == 4, path, ": truncated: the file ends inside the IDX header");
         idx.dims.push_back(int64_t{big_endian_u32(dim)});
     }
     const std::string shape = join_dims(idx.dims);
     const std::optional<int64_t> count = element_count(idx.dims);
-    check(count.has_value(), path, ": header dimensions ", shape, " overflow 64 bits");
+    NORMNET_CHECK(count.has_value(), path, ": header dimensions ", shape, " overflow 64 bits");
     const uint64_t n = uint64_t(*count);
 
     // Bound the declared size by what the file can hold before allocating for it.
     if (!in.gzip) {
         const uint64_t body = in.file_size - header_bytes;  // the header was read, so no underflow
-        check(n <= body, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but only ",
+        NORMNET_CHECK(n <= body, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but only ",
               body, " follow the header");
-        check(n == body, path, ": ", body - n, " trailing bytes after the ", n, " bytes of data (", shape,
+        NORMNET_CHECK(n == body, path, ": ", body - n, " trailing bytes after the ", n, " bytes of data (", shape,
               ") the header declares");
     } else {
         const uint64_t most = in.file_size * kMaxDeflateRatio;
-        check(n <= most, path, ": header declares ", n, " bytes of data (", shape, "), more than a ",
+        NORMNET_CHECK(n <= most, path, ": header declares ", n, " bytes of data (", shape, "), more than a ",
               in.file_size, "-byte gzip file can hold (at most ", most, "); truncated or corrupt file");
     }
 
@@ -210,14 +210,14 @@ IdxData read_idx(const std::string& path, uint32_t magic, const char* what) {
         const size_t want = size_t(std::min<uint64_t>(n - done, kChunk));
         idx.data.resize(done + want);
         const size_t got = in.read(idx.data.data() + done, want);
-        check(got == want, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but the ",
+        NORMNET_CHECK(got == want, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but the ",
               in.gzip ? "gzip stream" : "file", " ends after ", done + got);
     }
     // Reading one byte past the data also makes zlib check the gzip trailer's CRC and length.
     uint8_t extra;
-    check(in.read(&extra, 1) == 0, path, ": trailing data after the ", n, " bytes of data (", shape,
+    NORMNET_CHECK(in.read(&extra, 1) == 0, path, ": trailing data after the ", n, " bytes of data (", shape,
           ") the header declares");
-    check(!in.truncated(), path, ": truncated: the gzip stream ends before its trailer");
+    NORMNET_CHECK(!in.truncated(), path, ": truncated: the gzip stream ends before its trailer");
     return idx;
 }
 
@@ -243,12 +243,12 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
 }
 
 Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path, int num_classes) {
-    check(num_classes >= 1 && num_classes <= 256, "load_idx_dataset: num_classes must be in [1, 256], got ",
+    NORMNET_CHECK(num_classes >= 1 && num_classes <= 256, "load_idx_dataset: num_classes must be in [1, 256], got ",
           num_classes);
     Dataset ds;
     ds.labels = read_idx_labels(labels_path);  // the small file first: its errors surface at once
     ds.images = read_idx_images(images_path);
-    check(int64_t(ds.labels.size()) == ds.images.count, images_path, " has ", ds.images.count, " images but ",
+    NORMNET_CHECK(int64_t(ds.labels.size()) == ds.images.count, images_path, " has ", ds.images.count, " images but ",
           labels_path, " has ", ds.labels.size(), " labels");
     const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(), [&](uint8_t y) { return y >= num_classes; });
     if (bad != ds.labels.end())
@@ -260,7 +260,7 @@ Dataset load_idx_dataset(const std::string& images_path, const std::string& labe
 }
 
 Dataset load_mnist_split(const std::string& dir, const std::string& split) {
-    check(split == "train" || split == "test", "load_mnist_split: unknown split \"", split,
+    NORMNET_CHECK(split == "train" || split == "test", "load_mnist_split: unknown split \"", split,
           "\", expected \"train\" or \"test\"");
     const std::string prefix = split == "train" ? "train" : "t10k";
     const std::string images = find_raw_or_gz(dir, prefix + "-images-idx3-ubyte");

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "../parallel.hpp"
+#include "../tensor_impl.hpp"
 
 namespace normnet {
 namespace {
@@ -18,20 +19,29 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
 }
 
 void check_options(const DataLoaderOptions& o) {
-    check(o.batch_size > 0, "DataLoader: batch_size must be positive, got ", o.batch_size);
+    NORMNET_CHECK(o.batch_size > 0, "DataLoader: batch_size must be positive, got ", o.batch_size);
+    NORMNET_CHECK(o.num_replicas >= 1 && o.rank >= 0 && o.rank < o.num_replicas, "DataLoader: rank ", o.rank,
+                  " is not in [0, num_replicas = ", o.num_replicas, ")");
+    NORMNET_CHECK(o.batch_size % o.num_replicas == 0, "DataLoader: the global batch_size ", o.batch_size,
+                  " does not divide by num_replicas ", o.num_replicas);
 }
 
-// Reuses `t` when it already has `shape` and nobody else holds it or its data; else allocates.
-void ensure_shape(Tensor& t, const Shape& shape) {
-    if (!t.defined() || !(t.shape() == shape) || t.impl_ptr().use_count() > 1 || t.impl().storage.use_count() > 1) {
-        t = empty(shape);
+// Reuses `t` when it already has `shape` and `dtype` and nobody else holds it or its data; else
+// allocates (a batch the caller still holds is never overwritten).
+void ensure_shape(Tensor& t, const Shape& shape, Dtype dtype = kFloat32) {
+    if (!t.defined() || !(t.shape() == shape) || t.dtype() != dtype || t.impl_ptr().use_count() > 1 ||
+        t.impl().storage.use_count() > 1) {
+        t = empty(shape, dtype);
     }
 }
+
+// The first byte of a contiguous tensor's elements.
+char* byte_data(const Tensor& t) { return t.impl().bytes(); }
 
 }  // namespace
 
 Dataset take(const Dataset& dataset, int64_t n) {
-    check(n >= 0, "take: n must be non-negative, got ", n);
+    NORMNET_CHECK(n >= 0, "take: n must be non-negative, got ", n);
     Dataset out;
     out.name = dataset.name;
     out.num_classes = dataset.num_classes;
@@ -47,10 +57,10 @@ Dataset take(const Dataset& dataset, int64_t n) {
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options,
                        ImageTransform transform)
     : images_(std::move(dataset)), transform_(transform), options_(options) {
-    check(images_ != nullptr, "DataLoader: null dataset");
+    NORMNET_CHECK(images_ != nullptr, "DataLoader: null dataset");
     check_options(options);
-    check(transform.mean.has_value() == transform.std.has_value(), "DataLoader: give both mean and std or neither");
-    check(!transform.std || *transform.std > 0.0f, "DataLoader: std must be positive");
+    NORMNET_CHECK(transform.mean.has_value() == transform.std.has_value(), "DataLoader: give both mean and std or neither");
+    NORMNET_CHECK(!transform.std || *transform.std > 0.0f, "DataLoader: std must be positive");
     size_ = images_->size();
     order_.resize(static_cast<size_t>(size_));
 }
@@ -58,20 +68,27 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderO
 DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& options)
     : inputs_(inputs.contiguous()), targets_(targets.contiguous()), options_(options) {
     check_options(options);
-    check(inputs_.dim() >= 1 && targets_.dim() >= 1 && inputs_.size(0) == targets_.size(0),
-          "DataLoader: inputs of shape ", inputs_.shape(), " and targets of shape ", targets_.shape(),
-          " must have the same first dimension");
+    NORMNET_CHECK(inputs_.dim() >= 1 && targets_.dim() >= 1 && inputs_.size(0) == targets_.size(0),
+                  "DataLoader: inputs of shape ", inputs_.shape(), " and targets of shape ", targets_.shape(),
+                  " must have the same first dimension");
+    NORMNET_CHECK(targets_.dtype() != kBool, "DataLoader: targets must be float32 values or int64 class labels, got ",
+                  targets_.dtype());
     size_ = inputs_.size(0);
     order_.resize(static_cast<size_t>(size_));
 }
 
-DataLoader::DataLoader(Tensor inputs, std::vector<int64_t> labels, const DataLoaderOptions& options)
-    : inputs_(inputs.contiguous()), labels_(std::move(labels)), options_(options) {
-    check_options(options);
-    check(inputs_.dim() >= 1 && inputs_.size(0) == static_cast<int64_t>(labels_.size()), "DataLoader: inputs of shape ",
-          inputs_.shape(), " and ", labels_.size(), " labels must have the same count");
-    size_ = inputs_.size(0);
-    order_.resize(static_cast<size_t>(size_));
+std::pair<int64_t, int64_t> DataLoader::slice(int64_t index) const {
+    const int64_t global_start = index * options_.batch_size;
+    const int64_t global_rows = std::min(options_.batch_size, size_ - global_start);
+    const int64_t per_rank = options_.batch_size / options_.num_replicas;
+    const int64_t begin = std::min(global_rows, options_.rank * per_rank);
+    const int64_t end = std::min(global_rows, begin + per_rank);
+    return {global_start + begin, end - begin};
+}
+
+double DataLoader::share(int64_t index) const {
+    const int64_t global_rows = std::min(options_.batch_size, size_ - index * options_.batch_size);
+    return global_rows > 0 ? static_cast<double>(slice(index).second) / static_cast<double>(global_rows) : 0.0;
 }
 
 int64_t DataLoader::num_batches() const {
@@ -107,10 +124,10 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
 }
 
 void DataLoader::fill(int64_t index, Batch& batch) const {
-    check(index >= 0 && index < num_batches(), "DataLoader: batch ", index, " out of range (", num_batches(),
+    NORMNET_CHECK(index >= 0 && index < num_batches(), "DataLoader: batch ", index, " out of range (", num_batches(),
           " batches)");
-    const int64_t start = index * options_.batch_size;
-    const int64_t B = std::min(options_.batch_size, size_ - start);
+    // This rank's slice of the global batch.
+    const auto [start, B] = slice(index);
     const int64_t* rows = order_.data() + start;
     if (images_) {
         const int64_t F = images_->features();
@@ -131,30 +148,29 @@ void DataLoader::fill(int64_t index, Batch& batch) const {
                 }
             }
         });
-        batch.labels.resize(static_cast<size_t>(B));
-        for (int64_t b = 0; b < B; ++b) batch.labels[static_cast<size_t>(b)] = images_->labels[static_cast<size_t>(rows[b])];
+        ensure_shape(batch.labels, {B}, kInt64);
+        int64_t* labels = batch.labels.data_ptr<int64_t>();
+        for (int64_t b = 0; b < B; ++b) labels[b] = images_->labels[static_cast<size_t>(rows[b])];
         batch.targets = Tensor();
         return;
     }
+    // Rows of `from` (any dtype) in this batch's order.
     const auto gather = [&](const Tensor& from, Tensor& to) {
         Shape shape = from.shape();
         shape[0] = B;
-        ensure_shape(to, shape);
-        const int64_t row = from.numel() / std::max<int64_t>(size_, 1);
+        ensure_shape(to, shape, from.dtype());
+        int64_t row = 1;
+        for (int d = 1; d < from.dim(); ++d) row *= from.size(d);
+        const auto bytes = static_cast<size_t>(row * element_size(from.dtype()));
         for (int64_t b = 0; b < B; ++b) {
-            std::memcpy(to.data() + b * row, from.data() + rows[b] * row, static_cast<size_t>(row) * sizeof(float));
+            std::memcpy(byte_data(to) + static_cast<size_t>(b) * bytes, byte_data(from) + static_cast<size_t>(rows[b]) * bytes,
+                        bytes);
         }
     };
     gather(inputs_, batch.inputs);
-    if (targets_.defined()) {
-        gather(targets_, batch.targets);
-    } else {
-        batch.targets = Tensor();
-    }
-    batch.labels.resize(labels_.empty() ? 0 : static_cast<size_t>(B));
-    for (int64_t b = 0; b < static_cast<int64_t>(batch.labels.size()); ++b) {
-        batch.labels[static_cast<size_t>(b)] = labels_[static_cast<size_t>(rows[b])];
-    }
+    const bool labels = targets_.dtype() == kInt64;
+    gather(targets_, labels ? batch.labels : batch.targets);
+    (labels ? batch.targets : batch.labels) = Tensor();
 }
 
 }  // namespace normnet

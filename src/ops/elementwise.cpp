@@ -1,206 +1,200 @@
-// Elementwise ops with their backwards: add, sub, mul (equal shapes, a trailing-dims operand
-// repeated over rows, or a one-element operand), scalar add/mul, relu, sum and mean.
-#include <algorithm>
-
-#include "../parallel.hpp"
-#include "normnet/autograd.hpp"
+// Binary elementwise ops with broadcasting (add, sub, mul) and their scalar forms. Every
+// binary op is one small struct, the value and the two partial derivatives, run by the shared
+// broadcasting forward and backward below; adding an op is a struct and a one-line function.
+#include "loop.hpp"
 #include "normnet/ops.hpp"
+#include "op.hpp"
+#include "reduce.hpp"
 
 namespace normnet {
+namespace detail {
 namespace {
 
-// Elements per chunk below which an elementwise loop is not split between threads.
-constexpr int64_t kElementGrain = 1 << 14;
+// ---- The shared machinery ------------------------------------------------------------------
 
-enum class BinaryOp { add, sub, mul };
-
-// An operand broadcasts when its shape, without leading 1s, is the trailing part of the other's.
-bool broadcasts_to(const Shape& small, const Shape& big) {
-    int start = 0;
-    while (start < small.size() && small[start] == 1) ++start;
-    const int n = small.size() - start;
-    if (n > big.size()) return false;
-    for (int i = 0; i < n; ++i) {
-        if (small[start + i] != big[big.size() - n + i]) return false;
+// out[i] = f(a[i], b[i]) for a run; s: strides of (out, a, b). The unit and zero-stride cases get
+// their own loops, which vectorise.
+template <class Op>
+void forward_contiguous(float* __restrict o, const float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::value(a[i], b[i]);
+}
+template <class Op>
+void forward_scalar_b(float* __restrict o, const float* a, float b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::value(a[i], b);
+}
+template <class Op>
+void forward_scalar_a(float* __restrict o, float a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::value(a, b[i]);
+}
+template <class Op>
+void binary_forward_run(const std::tuple<float*, const float*, const float*>& p, const std::array<int64_t, 3>& s,
+                        int64_t n) {
+    const auto [o, a, b] = p;
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+        forward_contiguous<Op>(o, a, b, n);
+    } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) {
+        forward_scalar_b<Op>(o, a, *b, n);
+    } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {
+        forward_scalar_a<Op>(o, *a, b, n);
+    } else {
+        for (int64_t i = 0; i < n; ++i) o[i * s[0]] = Op::value(a[i * s[1]], b[i * s[2]]);
     }
-    return true;
 }
 
-// Adds scale * src[i] * (other ? other[i % n_other] : 1) into dst[i % n_dst] for i < n:
-// the gradient of an operand that was repeated over rows is summed over those rows.
-void accumulate(float* dst, int64_t n_dst, const float* src, int64_t n, const float* other, int64_t n_other,
-                float scale) {
-    for (int64_t i = 0; i < n; ++i) {
-        const float o = other ? other[i % n_other] : 1.0f;
-        dst[i % n_dst] += scale * src[i] * o;
-    }
+// dx[i] (Store) = Op::grad<Which>(a[i], b[i], dy[i]) for a run; s: strides of (dx, dy, a, b).
+template <class Store, class Op, int Which>
+void backward_contiguous(float* __restrict dx, const float* dy, const float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) Store::put(dx[i], Op::template grad<Which>(a[i], b[i], dy[i]));
 }
-
-struct BinaryBackward final : Node {
-    BinaryOp op = BinaryOp::add;
-    Tensor a, b;  // saved for mul only
-    int64_t na = 0, nb = 0, n = 0;
-    const char* name() const override {
-        return op == BinaryOp::add ? "AddBackward0" : op == BinaryOp::sub ? "SubBackward0" : "MulBackward0";
-    }
-    void backward(const Tensor& dout) override {
-        const Tensor da = grad_input(0), db = grad_input(1);
-        const bool is_mul = op == BinaryOp::mul;
-        if (da.defined()) accumulate(da.data(), na, dout.data(), n, is_mul ? b.data() : nullptr, nb, 1.0f);
-        if (db.defined()) {
-            accumulate(db.data(), nb, dout.data(), n, is_mul ? a.data() : nullptr, na,
-                       op == BinaryOp::sub ? -1.0f : 1.0f);
+template <class Store, class Op, int Which>
+void binary_backward_run(const std::tuple<float*, const float*, const float*, const float*>& p,
+                         const std::array<int64_t, 4>& s, int64_t n) {
+    const auto [dx, dy, a, b] = p;
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 1) {
+        backward_contiguous<Store, Op, Which>(dx, dy, a, b, n);
+    } else {
+        for (int64_t i = 0; i < n; ++i) {
+            Store::put(dx[i * s[0]], Op::template grad<Which>(a[i * s[2]], b[i * s[3]], dy[i * s[1]]));
         }
     }
-    void release_saved() override { a = b = Tensor(); }
-};
-
-Tensor binary(const Tensor& a_in, const Tensor& b_in, BinaryOp op, const char* op_name) {
-    const Shape& sa = a_in.shape();
-    const Shape& sb = b_in.shape();
-    const bool a_big = sa.numel() > sb.numel() || (sa.numel() == sb.numel() && sa.size() >= sb.size());
-    const Shape& big = a_big ? sa : sb;
-    const Shape& small = a_big ? sb : sa;
-    check(small.numel() == 1 || broadcasts_to(small, big), op_name, ": shapes ", sa, " and ", sb,
-          " do not broadcast (one must equal the other's trailing dimensions)");
-    const Tensor a = a_in.contiguous(), b = b_in.contiguous();
-    const int64_t n = big.numel(), na = a.numel(), nb = b.numel();
-    Tensor out = empty(big);
-    float* o = out.data();
-    const float* pa = a.data();
-    const float* pb = b.data();
-    for (int64_t i = 0; i < n; ++i) {
-        const float x = pa[na == n ? i : i % na], y = pb[nb == n ? i : i % nb];
-        o[i] = op == BinaryOp::add ? x + y : op == BinaryOp::sub ? x - y : x * y;
-    }
-    if (autograd::any_requires_grad({&a, &b})) {
-        auto node = autograd::make_node<BinaryBackward>({&a, &b});
-        node->op = op;
-        node->na = na, node->nb = nb, node->n = n;
-        if (op == BinaryOp::mul) {
-            node->a = a.detach();
-            node->b = b.detach();
-        }
-        autograd::set_history(out, node);
-    }
-    return out;
 }
 
-struct ScalarBackward final : Node {
-    float factor = 1.0f;  // d out / d x
-    const char* name() const override { return factor == 1.0f ? "AddBackward1" : "MulBackward1"; }
-    void backward(const Tensor& dout) override {
-        Tensor dx = grad_input(0);
-        if (dx.defined()) dx.add_(dout, factor);
+template <class Op>
+class BinaryBackward final : public OpNode {
+public:
+    Shape a_shape, b_shape;  // the inputs' shapes; the output's is out_shape_
+    const char* name() const override { return Op::kBackwardName; }
+    void backward(const Tensor& dy) override {
+        input_grad<0>(dy, a_shape);
+        input_grad<1>(dy, b_shape);
     }
-};
 
-Tensor scalar_op(const Tensor& a_in, float add_value, float mul_value) {
-    const Tensor a = a_in.contiguous();
-    Tensor out = empty(a.shape());
-    const float* x = a.data();
-    float* o = out.data();
-    const int64_t n = a.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * mul_value + add_value;
-    if (autograd::any_requires_grad({&a})) {
-        auto node = autograd::make_node<ScalarBackward>({&a});
-        node->factor = mul_value;
-        autograd::set_history(out, node);
-    }
-    return out;
-}
-
-// The relu kernels take restrict pointers as plain arguments: read through a lambda's captures,
-// the pointers were reloaded on every element and the loop stayed scalar (5% of a batch-32
-// epoch's CPU samples).
-// y: [n] = max(x, 0)
-void relu_forward_kernel(float* __restrict y, const float* __restrict x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-// dx: [n] = (or +=) dy where the output y > 0, else 0
-template <bool kAccumulate>
-void relu_backward_kernel(float* __restrict dx, const float* __restrict dy, const float* __restrict y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        const float g = y[i] > 0.0f ? dy[i] : 0.0f;
-        if constexpr (kAccumulate) {
-            dx[i] += g;
+private:
+    // Gradient of input Which: computed over the output's shape, then summed over the
+    // dimensions that input was broadcast along.
+    template <int Which>
+    void input_grad(const Tensor& dy, const Shape& shape) {
+        const GradOut dx = grad_out(Which);
+        if (!dx) return;
+        const Shape& out_shape = out_shape_;
+        const Tensor a = saved(0), b = saved(1);
+        const auto write = [&]<class Store>(float* d) {
+            // a and b are read as the output's shape; with no saved inputs (add, sub), dy stands in.
+            const Tensor& ra = a.defined() ? a : dy;
+            const Tensor& rb = b.defined() ? b : dy;
+            const StridedLoop<4> loop(out_shape, {contiguous_strides(out_shape), contiguous_strides(out_shape),
+                                                  broadcast_strides(ra, out_shape), broadcast_strides(rb, out_shape)});
+            loop.run(std::tuple<float*, const float*, const float*, const float*>{d, dy.data(), ra.data(), rb.data()},
+                     binary_backward_run<Store, Op, Which>);
+        };
+        if (shape == out_shape) {
+            dx.write(write);
         } else {
-            dx[i] = g;
+            Tensor full = empty(out_shape);
+            write.template operator()<Overwrite>(full.data());
+            sum_to(dx, full, shape);
         }
     }
+};
+
+template <class Op>
+Tensor binary_op(const Tensor& a, const Tensor& b, const char* op) {
+    NORMNET_CHECK(a.dtype() == kFloat32 && b.dtype() == kFloat32, op, ": expected float32 tensors, got ", a.dtype(),
+                  " and ", b.dtype());
+    const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+    Tensor out = empty(shape);
+    const StridedLoop<3> loop(shape, {contiguous_strides(shape), broadcast_strides(a, shape), broadcast_strides(b, shape)});
+    loop.run(std::tuple<float*, const float*, const float*>{out.data(), a.data(), b.data()}, binary_forward_run<Op>);
+    auto* node = Op::kSavesInputs ? record<BinaryBackward<Op>>(out, {a, b}, {a, b}) : record<BinaryBackward<Op>>(out, {a, b});
+    if (node) node->a_shape = a.shape(), node->b_shape = b.shape();
+    return out;
 }
 
-struct ReluBackward final : Node {
-    Tensor out;  // saved output: the gradient passes where it is positive
-    const char* name() const override { return "ReluBackward0"; }
-    void backward(const Tensor& dout) override {
-        bool fresh = false;
-        Tensor dx = grad_input_for_overwrite(0, fresh);
-        if (!dx.defined()) return;
-        float* d = dx.data();
-        const float* g = dout.data();
-        const float* y = out.data();
-        detail::parallel_for(out.numel(), kElementGrain, [=](int64_t b, int64_t e) {
-            fresh ? relu_backward_kernel<false>(d + b, g + b, y + b, e - b)
-                  : relu_backward_kernel<true>(d + b, g + b, y + b, e - b);
-        });
-    }
-    void release_saved() override { out = Tensor(); }
+// ---- The ops ---------------------------------------------------------------------------------
+
+// out = a + b; da = dy, db = dy
+struct AddOp {
+    static constexpr const char* kBackwardName = "AddBackward0";
+    static constexpr bool kSavesInputs = false;
+    static float value(float a, float b) { return a + b; }
+    template <int Which>
+    static float grad(float, float, float dy) { return dy; }
 };
 
-struct SumBackward final : Node {
-    float scale = 1.0f;  // 1 for sum, 1/n for mean
-    const char* name() const override { return scale == 1.0f ? "SumBackward0" : "MeanBackward0"; }
-    void backward(const Tensor& dout) override {
-        Tensor dx = grad_input(0);
-        if (!dx.defined()) return;
-        const float g = dout.item() * scale;
-        float* d = dx.data();
-        const int64_t n = dx.numel();
-        for (int64_t i = 0; i < n; ++i) d[i] += g;
+// out = a - b; da = dy, db = -dy
+struct SubOp {
+    static constexpr const char* kBackwardName = "SubBackward0";
+    static constexpr bool kSavesInputs = false;
+    static float value(float a, float b) { return a - b; }
+    template <int Which>
+    static float grad(float, float, float dy) { return Which == 0 ? dy : -dy; }
+};
+
+// out = a * b; da = dy * b, db = dy * a
+struct MulOp {
+    static constexpr const char* kBackwardName = "MulBackward0";
+    static constexpr bool kSavesInputs = true;
+    static float value(float a, float b) { return a * b; }
+    template <int Which>
+    static float grad(float a, float b, float dy) { return Which == 0 ? dy * b : dy * a; }
+};
+
+}  // namespace
+}  // namespace detail
+
+Tensor add(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::AddOp>(a, b, "add"); }
+Tensor sub(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::SubOp>(a, b, "sub"); }
+Tensor mul(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::MulOp>(a, b, "mul"); }
+
+// ---- Scalar forms: x + s and x * s ----------------------------------------------------------
+
+namespace detail {
+namespace {
+
+// y: [n] = x + s (kMul false) or x * s (kMul true)
+template <bool kMul>
+void scalar_forward(float* __restrict y, const float* __restrict x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = kMul ? x[i] * s : x[i] + s;
+}
+
+// dx: [n] (Store) = dy * factor
+template <class Store>
+void scale_backward(float* __restrict dx, const float* __restrict dy, float factor, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) Store::put(dx[i], dy[i] * factor);
+}
+
+class ScalarBackward final : public OpNode {
+public:
+    float factor = 1.0f;  // d out / d x: 1 for x + s, s for x * s
+    bool is_mul = false;
+    const char* name() const override { return is_mul ? "MulBackward1" : "AddBackward1"; }
+    void backward(const Tensor& dy) override {
+        if (const GradOut dx = grad_out(0)) {
+            dx.write([&]<class Store>(float* d) {
+                parallel_for(dy.numel(), kElementGrain, [&](int64_t b, int64_t e) {
+                    scale_backward<Store>(d + b, dy.data() + b, factor, e - b);
+                });
+            });
+        }
     }
 };
 
-Tensor reduce_all(const Tensor& x_in, bool average) {
+template <bool kMul>
+Tensor scalar_op(const Tensor& x_in, float s, const char* op) {
+    NORMNET_CHECK(x_in.dtype() == kFloat32, op, ": expected a float32 tensor, got ", x_in.dtype());
     const Tensor x = x_in.contiguous();
-    double acc = 0.0;
-    const float* p = x.data();
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) acc += p[i];
-    Tensor out = scalar_tensor(static_cast<float>(average ? acc / static_cast<double>(n) : acc));
-    if (autograd::any_requires_grad({&x})) {
-        auto node = autograd::make_node<SumBackward>({&x});
-        node->scale = average ? 1.0f / static_cast<float>(n) : 1.0f;
-        autograd::set_history(out, node);
-    }
-    return out;
+    Tensor y = empty(x.shape());
+    parallel_for(x.numel(), kElementGrain,
+                 [&](int64_t b, int64_t e) { scalar_forward<kMul>(y.data() + b, x.data() + b, s, e - b); });
+    if (auto* node = record<ScalarBackward>(y, {x})) node->factor = kMul ? s : 1.0f, node->is_mul = kMul;
+    return y;
 }
 
 }  // namespace
+}  // namespace detail
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryOp::add, "add"); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryOp::sub, "sub"); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(a, b, BinaryOp::mul, "mul"); }
-Tensor add(const Tensor& a, float b) { return scalar_op(a, b, 1.0f); }
-Tensor mul(const Tensor& a, float b) { return scalar_op(a, 0.0f, b); }
-
-Tensor relu(const Tensor& x_in) {
-    const Tensor x = x_in.contiguous();
-    Tensor out = empty(x.shape());
-    const float* p = x.data();
-    float* o = out.data();
-    detail::parallel_for(x.numel(), kElementGrain, [=](int64_t b, int64_t e) { relu_forward_kernel(o + b, p + b, e - b); });
-    if (autograd::any_requires_grad({&x})) {
-        auto node = autograd::make_node<ReluBackward>({&x});
-        node->out = out.detach();
-        autograd::set_history(out, node);
-    }
-    return out;
-}
-
-Tensor sum(const Tensor& x) { return reduce_all(x, false); }
-Tensor mean(const Tensor& x) { return reduce_all(x, true); }
+Tensor add(const Tensor& a, float b) { return detail::scalar_op<false>(a, b, "add"); }
+Tensor mul(const Tensor& a, float b) { return detail::scalar_op<true>(a, b, "mul"); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

@@ -1,5 +1,5 @@
 // Internal: row-major single-precision GEMM, C = alpha * op(A) @ op(B) + beta * C, through
-// OpenBLAS, plus the naive reference the tests compare it with.
+// OpenBLAS, with large products split over normnet's threads.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +9,10 @@ namespace normnet::detail {
 /// Sets OpenBLAS to one thread, once per process: normnet splits products over its own pool (threads.cpp).
 void use_single_threaded_blas();
 
-// C: [M, N], op(A): [M, K], op(B): [K, N]; lda/ldb/ldc are the row strides of A, B, C as stored.
-// Large products are split by blocks of rows or columns of C over normnet's threads.
+/// C: [M, N], op(A): [M, K], op(B): [K, N]; lda/ldb/ldc are the row strides of A, B, C as stored.
+/// Large products are split by blocks of rows or columns of C over normnet's threads. K = 0
+/// gives C = beta * C (so beta = 0 writes zeros).
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-
-// The same product with three plain loops (double accumulation), for testing gemm().
-void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 }  // namespace normnet::detail

@@ -1,192 +1,239 @@
 // Losses and their backwards: log_softmax, the fused cross_entropy (log-softmax and NLL in one
-// pass, saving only each row's log-sum-exp), mse_loss, and the count_correct metric.
+// pass, saving only each row's maximum and sum of exponentials), mse_loss, and count_correct.
+// Log-probabilities are formed as (x - max) - log(sum exp(x - max)), never x - (max + log(...)):
+// at logits of 1e4 the latter rounds to 1e-3.
 #include <algorithm>
 #include <cmath>
 
-#include "normnet/autograd.hpp"
+#include "../parallel.hpp"
 #include "normnet/ops.hpp"
+#include "op.hpp"
 
 namespace normnet {
 namespace detail {
+namespace {
 
-// lse: [N] = log(sum(exp(x))) per row of x: [N, C], stable: the row's maximum is factored out.
-void log_sum_exp_rows(float* lse, const float* x, int64_t N, int64_t C) {
+// max: [N] = row maxima, log_sum: [N] = log(sum(exp(x - max))) of x: [N, C]
+void row_log_sum_exp(float* max, float* log_sum, const float* x, int64_t N, int64_t C) {
     for (int64_t n = 0; n < N; ++n) {
         const float* row = x + n * C;
-        const float max = *std::max_element(row, row + C);
-        float s = 0.0f;
-        for (int64_t c = 0; c < C; ++c) s += std::exp(row[c] - max);
-        lse[n] = max + std::log(s);
+        const float m = C > 0 ? *std::max_element(row, row + C) : -INFINITY;
+        double s = 0.0;
+        for (int64_t c = 0; c < C; ++c) s += std::exp(row[c] - m);
+        max[n] = m;
+        log_sum[n] = static_cast<float>(std::log(s));
     }
 }
 
-// Returns the summed loss; lse: [N] saved; logits: [N, C]; targets: [N].
-double cross_entropy_forward(float* lse, const float* logits, const int64_t* targets, int64_t N, int64_t C,
-                             float smoothing) {
-    log_sum_exp_rows(lse, logits, N, C);
+// ---- log_softmax (over the last dimension) ----------------------------------------------------
+
+// out: [N, C] = (x - max) - log_sum
+void log_softmax_forward(float* out, const float* x, const float* max, const float* log_sum, int64_t N, int64_t C) {
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < C; ++c) out[n * C + c] = (x[n * C + c] - max[n]) - log_sum[n];
+    }
+}
+
+// dx: [N, C] (Store) = dy - softmax * sum(dy), row by row; y: [N, C] the saved log-probabilities
+template <class Store>
+void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t N, int64_t C) {
+    for (int64_t n = 0; n < N; ++n) {
+        float s = 0.0f;
+        for (int64_t c = 0; c < C; ++c) s += dy[n * C + c];
+        for (int64_t c = 0; c < C; ++c) Store::put(dx[n * C + c], dy[n * C + c] - std::exp(y[n * C + c]) * s);
+    }
+}
+
+class LogSoftmaxBackward final : public OpNode {
+public:
+    int64_t N = 0, C = 0;
+    const char* name() const override { return "LogSoftmaxBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor& y = saved(0);
+        if (const GradOut dx = grad_out(0)) {
+            dx.write([&]<class Store>(float* d) { log_softmax_backward<Store>(d, dout.data(), y.data(), N, C); });
+        }
+    }
+};
+
+}  // namespace
+}  // namespace detail
+
+Tensor log_softmax(const Tensor& x_in, int dim) {
+    NORMNET_CHECK(x_in.dtype() == kFloat32, "log_softmax: expected a float32 tensor, got ", x_in.dtype());
+    NORMNET_CHECK(x_in.dim() >= 1 && (dim == -1 || dim == x_in.dim() - 1),
+                  "log_softmax: only the last dimension is supported, got dim ", dim, " for shape ", x_in.shape());
+    const Tensor x = x_in.contiguous();
+    const int64_t C = x.size(-1);
+    int64_t N = 1;
+    for (int d = 0; d + 1 < x.dim(); ++d) N *= x.size(d);
+    Tensor out = empty(x.shape()), max = empty({N}), log_sum = empty({N});
+    detail::row_log_sum_exp(max.data(), log_sum.data(), x.data(), N, C);
+    detail::log_softmax_forward(out.data(), x.data(), max.data(), log_sum.data(), N, C);
+    if (auto* node = detail::record<detail::LogSoftmaxBackward>(out, {x}, {out})) node->N = N, node->C = C;
+    return out;
+}
+
+namespace detail {
+namespace {
+
+// ---- cross_entropy (class indices, mean over the batch) ----------------------------------------
+
+// Returns the summed loss; max, log_sum: [N] saved; logits: [N, C]; targets: [N] in [0, C)
+double cross_entropy_forward(float* max, float* log_sum, const float* logits, const int64_t* targets, int64_t N,
+                             int64_t C, float smoothing) {
+    row_log_sum_exp(max, log_sum, logits, N, C);
     double total = 0.0;
     for (int64_t n = 0; n < N; ++n) {
         const float* row = logits + n * C;
-        double loss = lse[n] - (1.0 - smoothing) * row[targets[n]];
+        // -log p_c = (max - x_c) + log_sum
+        double loss = (1.0 - smoothing) * ((static_cast<double>(max[n]) - row[targets[n]]) + log_sum[n]);
         if (smoothing != 0.0f) {
-            double row_sum = 0.0;
-            for (int64_t c = 0; c < C; ++c) row_sum += row[c];
-            loss -= smoothing * row_sum / static_cast<double>(C);
+            double minus_log_p = 0.0;  // sum over classes of -log p_c
+            for (int64_t c = 0; c < C; ++c) minus_log_p += (static_cast<double>(max[n]) - row[c]) + log_sum[n];
+            loss += smoothing * minus_log_p / static_cast<double>(C);
         }
         total += loss;
     }
     return total;
 }
 
-// dlogits: [N, C] += dloss / N * (softmax(logits) - smoothed one-hot of the target)
-void cross_entropy_backward(float* dlogits, const float* lse, const float* logits, const float* targets,
-                            float dloss, int64_t N, int64_t C, float smoothing) {
+// dlogits: [N, C] (Store) = dloss / N * (softmax(logits) - smoothed one-hot of the target)
+template <class Store>
+void cross_entropy_backward(float* dlogits, const float* max, const float* log_sum, const float* logits,
+                            const int64_t* targets, float dloss, int64_t N, int64_t C, float smoothing) {
     const float g = dloss / static_cast<float>(N);
     const float off_target = smoothing / static_cast<float>(C);
     for (int64_t n = 0; n < N; ++n) {
         const float* row = logits + n * C;
         float* drow = dlogits + n * C;
-        for (int64_t c = 0; c < C; ++c) drow[c] += g * (std::exp(row[c] - lse[n]) - off_target);
-        drow[static_cast<int64_t>(targets[n])] -= g * (1.0f - smoothing);
+        const int64_t t = targets[n];
+        for (int64_t c = 0; c < C; ++c) {
+            const float p = std::exp((row[c] - max[n]) - log_sum[n]);
+            Store::put(drow[c], g * (p - off_target - (c == t ? 1.0f - smoothing : 0.0f)));
+        }
     }
 }
 
-}  // namespace detail
-
-namespace {
-
-struct LogSoftmaxBackward final : Node {
-    Tensor out;  // saved output (log-probabilities)
-    int64_t N = 0, C = 0;
-    const char* name() const override { return "LogSoftmaxBackward0"; }
-    void backward(const Tensor& dout) override {
-        Tensor dx = grad_input(0);
-        if (!dx.defined()) return;
-        // dx += dy - softmax * sum(dy), row by row
-        for (int64_t n = 0; n < N; ++n) {
-            const float* dy = dout.data() + n * C;
-            const float* y = out.data() + n * C;
-            float* d = dx.data() + n * C;
-            float s = 0.0f;
-            for (int64_t c = 0; c < C; ++c) s += dy[c];
-            for (int64_t c = 0; c < C; ++c) d[c] += dy[c] - std::exp(y[c]) * s;
-        }
-    }
-    void release_saved() override { out = Tensor(); }
-};
-
-struct CrossEntropyBackward final : Node {
-    Tensor logits, lse, targets;  // targets kept as floats: exact below 2^24 classes
+class CrossEntropyLossBackward final : public OpNode {
+public:
     int64_t N = 0, C = 0;
     float smoothing = 0.0f;
     const char* name() const override { return "CrossEntropyLossBackward0"; }
     void backward(const Tensor& dout) override {
-        Tensor dl = grad_input(0);
-        if (dl.defined()) {
-            detail::cross_entropy_backward(dl.data(), lse.data(), logits.data(), targets.data(), dout.item(), N, C,
-                                           smoothing);
+        const Tensor &logits = saved(0), &targets = saved(1), &max = saved(2), &log_sum = saved(3);
+        if (const GradOut dl = grad_out(0)) {
+            dl.write([&]<class Store>(float* d) {
+                const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(C, 1));
+                parallel_for(N, rows_per_chunk, [&](int64_t b, int64_t e) {
+                    cross_entropy_backward<Store>(d + b * C, max.data() + b, log_sum.data() + b, logits.data() + b * C,
+                                                  targets.data_ptr<int64_t>() + b, dout.item(), e - b, C, smoothing);
+                });
+            });
         }
     }
-    void release_saved() override { logits = lse = targets = Tensor(); }
 };
 
-struct MseBackward final : Node {
-    Tensor diff;  // input - target
-    const char* name() const override { return "MseLossBackward0"; }
-    void backward(const Tensor& dout) override {
-        const float g = 2.0f * dout.item() / static_cast<float>(diff.numel());
-        if (Tensor di = grad_input(0); di.defined()) di.add_(diff, g);
-        if (Tensor dt = grad_input(1); dt.defined()) dt.add_(diff, -g);
-    }
-    void release_saved() override { diff = Tensor(); }
-};
-
-void check_targets(std::span<const int64_t> targets, int64_t N, int64_t C, const char* op) {
-    check(static_cast<int64_t>(targets.size()) == N, op, ": ", targets.size(), " targets for a batch of ", N,
-          " rows");
-    for (size_t i = 0; i < targets.size(); ++i) {
-        check(targets[i] >= 0 && targets[i] < C, op, ": target ", targets[i], " at row ", i,
-              " is out of bounds for ", C, " classes");
+// Checks logits [N, C] against targets: an int64 tensor of N class indices in [0, C).
+void check_targets(const Tensor& logits, const Tensor& targets, const char* op) {
+    NORMNET_CHECK(logits.dtype() == kFloat32, op, ": expected float32 logits, got ", logits.dtype());
+    NORMNET_CHECK(logits.dim() == 2, op, ": logits must be [N, C], got ", logits.shape());
+    NORMNET_CHECK(targets.dtype() == kInt64, op, ": expected target of dtype int64 (class indices), got ",
+                  targets.dtype());
+    const int64_t N = logits.size(0), C = logits.size(1);
+    NORMNET_CHECK(targets.dim() == 1 && targets.size(0) == N, op, ": target of shape ", targets.shape(),
+                  " does not match logits of shape ", logits.shape(), " (expected [", N, "])");
+    const Tensor t = targets.contiguous();
+    const int64_t* p = t.data_ptr<int64_t>();
+    for (int64_t i = 0; i < N; ++i) {
+        NORMNET_CHECK(p[i] >= 0 && p[i] < C, op, ": target ", p[i], " at row ", i, " is out of bounds for ", C,
+                      " classes");
     }
 }
 
 }  // namespace
+}  // namespace detail
 
-Tensor log_softmax(const Tensor& x_in, int dim) {
-    check(x_in.dim() >= 1 && (dim == -1 || dim == x_in.dim() - 1),
-          "log_softmax: only the last dimension is supported, got dim ", dim, " for shape ", x_in.shape());
-    const Tensor x = x_in.contiguous();
-    const int64_t C = x.size(-1), N = x.numel() / std::max<int64_t>(C, 1);
-    Tensor out = empty(x.shape());
-    Tensor lse = empty({N});
-    detail::log_sum_exp_rows(lse.data(), x.data(), N, C);
-    for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) out.data()[n * C + c] = x.data()[n * C + c] - lse.data()[n];
-    }
-    if (autograd::any_requires_grad({&x})) {
-        auto node = autograd::make_node<LogSoftmaxBackward>({&x});
-        node->out = out.detach();
-        node->N = N, node->C = C;
-        autograd::set_history(out, node);
-    }
-    return out;
-}
-
-Tensor cross_entropy(const Tensor& logits_in, std::span<const int64_t> targets, float label_smoothing) {
-    check(logits_in.dim() == 2, "cross_entropy: logits must be [N, C], got ", logits_in.shape());
-    check(label_smoothing >= 0.0f && label_smoothing <= 1.0f, "cross_entropy: label_smoothing must be in [0, 1], got ",
-          label_smoothing);
-    const Tensor logits = logits_in.contiguous();
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets_in, float label_smoothing) {
+    detail::check_targets(logits_in, targets_in, "cross_entropy");
+    NORMNET_CHECK(label_smoothing >= 0.0f && label_smoothing <= 1.0f,
+                  "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
+    const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous();
     const int64_t N = logits.size(0), C = logits.size(1);
-    check(N > 0, "cross_entropy: empty batch");
-    check_targets(targets, N, C, "cross_entropy");
-    Tensor lse = empty({N});
-    const double total =
-        detail::cross_entropy_forward(lse.data(), logits.data(), targets.data(), N, C, label_smoothing);
+    Tensor max = empty({N}), log_sum = empty({N});
+    const double total = detail::cross_entropy_forward(max.data(), log_sum.data(), logits.data(),
+                                                       targets.data_ptr<int64_t>(), N, C, label_smoothing);
+    // As torch: the mean over an empty batch is nan.
     Tensor out = scalar_tensor(static_cast<float>(total / static_cast<double>(N)));
-    if (autograd::any_requires_grad({&logits})) {
-        auto node = autograd::make_node<CrossEntropyBackward>({&logits});
-        node->logits = logits.detach();
-        node->lse = lse;
-        node->targets = empty({N});
-        for (int64_t n = 0; n < N; ++n) node->targets.data()[n] = static_cast<float>(targets[static_cast<size_t>(n)]);
+    if (auto* node = detail::record<detail::CrossEntropyLossBackward>(out, {logits}, {logits, targets, max, log_sum})) {
         node->N = N, node->C = C;
         node->smoothing = label_smoothing;
-        autograd::set_history(out, node);
     }
     return out;
 }
+
+namespace detail {
+namespace {
+
+// ---- mse_loss (mean) --------------------------------------------------------------------------
+
+// diff: [n] = a - b; returns sum(diff^2)
+double mse_forward(float* diff, const float* a, const float* b, int64_t n) {
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        diff[i] = a[i] - b[i];
+        total += static_cast<double>(diff[i]) * diff[i];
+    }
+    return total;
+}
+
+// d: [n] (Store) = g * diff
+template <class Store>
+void scaled_copy(float* __restrict d, const float* __restrict diff, float g, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) Store::put(d[i], g * diff[i]);
+}
+
+class MseLossBackward final : public OpNode {
+public:
+    const char* name() const override { return "MseLossBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor& diff = saved(0);
+        const int64_t n = diff.numel();
+        const float g = 2.0f * dout.item() / static_cast<float>(n);
+        for (int i = 0; i < 2; ++i) {
+            if (const GradOut d = grad_out(i)) {
+                d.write([&]<class Store>(float* p) { scaled_copy<Store>(p, diff.data(), i == 0 ? g : -g, n); });
+            }
+        }
+    }
+};
+
+}  // namespace
+}  // namespace detail
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {
-    check(input.shape() == target.shape(), "mse_loss: input of shape ", input.shape(),
-          " and target of shape ", target.shape(), " differ");
+    NORMNET_CHECK(input.dtype() == kFloat32 && target.dtype() == kFloat32, "mse_loss: expected float32 tensors, got ",
+                  input.dtype(), " and ", target.dtype());
+    NORMNET_CHECK(input.shape() == target.shape(), "mse_loss: input of shape ", input.shape(), " and target of shape ",
+                  target.shape(), " differ");
     const Tensor a = input.contiguous(), b = target.contiguous();
     Tensor diff = empty(a.shape());
-    double total = 0.0;
-    const int64_t n = a.numel();
-    for (int64_t i = 0; i < n; ++i) {
-        const float d = a.data()[i] - b.data()[i];
-        diff.data()[i] = d;
-        total += static_cast<double>(d) * d;
-    }
-    Tensor out = scalar_tensor(static_cast<float>(total / static_cast<double>(std::max<int64_t>(a.numel(), 1))));
-    if (autograd::any_requires_grad({&a, &b})) {
-        auto node = autograd::make_node<MseBackward>({&a, &b});
-        node->diff = diff;
-        autograd::set_history(out, node);
-    }
+    const double total = detail::mse_forward(diff.data(), a.data(), b.data(), a.numel());
+    // As torch: the mean over no elements is nan.
+    Tensor out = scalar_tensor(static_cast<float>(total / static_cast<double>(a.numel())));
+    detail::record<detail::MseLossBackward>(out, {a, b}, {diff});
     return out;
 }
 
-int64_t count_correct(const Tensor& logits_in, std::span<const int64_t> targets) {
-    check(logits_in.dim() == 2, "count_correct: logits must be [N, C], got ", logits_in.shape());
-    const Tensor logits = logits_in.contiguous();
+int64_t count_correct(const Tensor& logits_in, const Tensor& targets) {
+    detail::check_targets(logits_in, targets, "count_correct");
+    const Tensor logits = logits_in.contiguous(), t = targets.contiguous();
     const int64_t N = logits.size(0), C = logits.size(1);
-    check_targets(targets, N, C, "count_correct");
+    const int64_t* target = t.data_ptr<int64_t>();
     int64_t correct = 0;
-    for (int64_t n = 0; n < N; ++n) {
+    for (int64_t n = 0; n < N && C > 0; ++n) {
         const float* row = logits.data() + n * C;
-        correct += (std::max_element(row, row + C) - row) == targets[static_cast<size_t>(n)];
+        correct += (std::max_element(row, row + C) - row) == target[n];
     }
     return correct;
 }

@@ -1,24 +1,69 @@
-// Normalisations with their backwards: layer_norm, batch_norm, rms_norm. Each forward saves the
-// per-group mean and rstd = 1 / sqrt(var + eps); each backward works group by group, computing
-// the input, weight and bias gradients of a group while it is in cache. Statistics accumulate in double
-// over two passes (never E[x^2] - E[x]^2), so inputs with a large common offset stay exact.
-// Row reductions are vectorised with `omp simd` (-fopenmp-simd: no OpenMP runtime): the lanes'
-// partial sums change the summation order, never the thread-count independence.
+// Normalisations with their backwards: layer_norm, rms_norm, batch_norm. Each forward computes
+// its statistics in double over two passes (never E[x^2] - E[x]^2) and saves, per group, the
+// mean (as a float pair hi + lo, so x - mean stays exact for inputs with a large common offset)
+// and rstd = 1 / sqrt(var + eps); each backward recomputes xhat from exactly those values and
+// works group by group, computing the input gradient and the group's parameter sums while the
+// group is in cache. Row reductions are vectorised with `omp simd` (-fopenmp-simd: no OpenMP
+// runtime): the lanes' partial sums change the summation order, never the thread-count
+// independence. Parallel loops split rows or channels around the kernels.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "../parallel.hpp"
-#include "normnet/autograd.hpp"
 #include "normnet/ops.hpp"
+#include "op.hpp"
 
 namespace normnet {
 namespace detail {
+namespace {
 
-// out: [N, H], mean: [N], rstd: [N], inp: [N, H], weight: [H], bias: [H] (weight, bias may be null)
-void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                        const float* bias, int64_t N, int64_t H, double eps) {
+float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+// Items (rows, channels) per chunk of a parallel loop: about 16k values, so a chunk outweighs
+// the cost of handing it to another thread, and at least `minimum` items.
+int64_t grain(int64_t values_per_item, int64_t minimum) {
+    return std::max<int64_t>(minimum, (int64_t{1} << 14) / std::max<int64_t>(values_per_item, 1));
+}
+int64_t row_grain(int64_t H) { return grain(H, 16); }
+int64_t channel_grain(int64_t per_channel) { return grain(per_channel, 8); }
+
+// Splits a double mean into two floats whose sum is it to about 2^-48 relative.
+void split_mean(double m, float& hi, float& lo) {
+    hi = static_cast<float>(m);
+    lo = static_cast<float>(m - hi);
+}
+
+// Runs kernel(first_row, rows, slot) over row chunks of [N, H] in parallel, where each chunk adds
+// its rows' parameter sums (`sums` vectors of H) into its own zeroed slot; returns the slots
+// summed ([sums, H]), or an undefined tensor when sums == 0. No two threads write the same sum.
+template <class Kernel>
+Tensor rows_with_partial_sums(int64_t N, int64_t H, int sums, Kernel kernel) {
+    const int chunks = pool_threads() == 1 || N <= row_grain(H) ? 1 : pool_threads();
+    const Tensor partials = sums > 0 ? zeros({chunks, sums, H}) : Tensor();
+    float* base = data_or_null(partials);
+    if (chunks == 1) {
+        kernel(int64_t{0}, N, base);
+        return partials.defined() ? partials.view({sums, H}) : Tensor();
+    }
+    parallel_for_chunks(N, row_grain(H), [&](int chunk, int64_t b, int64_t e) {
+        kernel(b, e - b, base ? base + chunk * sums * H : nullptr);
+    });
+    if (!partials.defined()) return Tensor();
+    for (int c = 1; c < chunks; ++c) {
+        const float* slot = base + c * sums * H;
+        for (int64_t i = 0; i < sums * H; ++i) base[i] += slot[i];
+    }
+    return partials.narrow(0, 0, 1).view({sums, H});
+}
+
+// ---- layer_norm -------------------------------------------------------------------------------
+
+// out: [N, H], mean, mean_lo, rstd: [N]; inp: [N, H]; weight, bias: [H] (either may be null)
+void layer_norm_forward(float* __restrict out, float* __restrict mean, float* __restrict mean_lo,
+                        float* __restrict rstd, const float* __restrict inp, const float* __restrict weight,
+                        const float* __restrict bias, int64_t N, int64_t H, double eps) {
     for (int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * H;
         float* y = out + n * H;
@@ -38,56 +83,137 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, 
             const float xhat = static_cast<float>((x[i] - m) * s);
             y[i] = (weight ? xhat * weight[i] : xhat) + (bias ? bias[i] : 0.0f);
         }
-        mean[n] = static_cast<float>(m);
+        split_mean(m, mean[n], mean_lo[n]);
         rstd[n] = static_cast<float>(s);
     }
 }
 
-// dinp: [N, H] += (or = when overwrite_dinp), dweight: [H] +=, dbias: [H] += (each may be null);
-// dout: [N, H], inp: [N, H], mean: [N], rstd: [N], weight: [H] (may be null)
-void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                         const float* mean, const float* rstd, const float* weight, int64_t N, int64_t H,
-                         bool overwrite_dinp) {
+// dinp: [N, H] (Store; may be null); dweight, dbias: [H] += (may be null);
+// dout, inp: [N, H]; mean, mean_lo, rstd: [N]; weight: [H] (may be null)
+template <class Store>
+void layer_norm_backward(float* __restrict dinp, float* __restrict dweight, float* __restrict dbias,
+                         const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
+                         const float* __restrict mean_lo, const float* __restrict rstd,
+                         const float* __restrict weight, int64_t N, int64_t H) {
     for (int64_t n = 0; n < N; ++n) {
         const float* dy = dout + n * H;
         const float* x = inp + n * H;
-        const float m = mean[n], s = rstd[n];
-        // The two row means that couple every dx of the row to every dy.
-        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
-        for (int64_t i = 0; i < H; ++i) {
-            const float xhat = (x[i] - m) * s;
-            const float dnorm = weight ? dy[i] * weight[i] : dy[i];
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * xhat;
-        }
-        dnorm_mean /= static_cast<float>(H);
-        dnorm_norm_mean /= static_cast<float>(H);
+        const float m = mean[n], ml = mean_lo[n], s = rstd[n];
         // One loop per output, each without branches, so that each vectorises (a single loop
         // with the null checks inside stayed scalar: 4% of a batch-128 epoch in perf).
         if (dbias) {
             for (int64_t i = 0; i < H; ++i) dbias[i] += dy[i];
         }
         if (dweight) {
-            for (int64_t i = 0; i < H; ++i) dweight[i] += dy[i] * ((x[i] - m) * s);
+            for (int64_t i = 0; i < H; ++i) dweight[i] += dy[i] * (((x[i] - m) - ml) * s);
         }
-        if (dinp) {
-            float* dx = dinp + n * H;
-            const auto dx_at = [=](int64_t i, float dnorm) {
-                return (dnorm - dnorm_mean - ((x[i] - m) * s) * dnorm_norm_mean) * s;
-            };
-            if (weight && overwrite_dinp) {
-                for (int64_t i = 0; i < H; ++i) dx[i] = dx_at(i, dy[i] * weight[i]);
-            } else if (weight) {
-                for (int64_t i = 0; i < H; ++i) dx[i] += dx_at(i, dy[i] * weight[i]);
-            } else if (overwrite_dinp) {
-                for (int64_t i = 0; i < H; ++i) dx[i] = dx_at(i, dy[i]);
-            } else {
-                for (int64_t i = 0; i < H; ++i) dx[i] += dx_at(i, dy[i]);
+        if (!dinp) continue;
+        // The two row means that couple every dx of the row to every dy.
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+        for (int64_t i = 0; i < H; ++i) {
+            const float xhat = ((x[i] - m) - ml) * s;
+            const float dnorm = weight ? dy[i] * weight[i] : dy[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * xhat;
+        }
+        dnorm_mean /= static_cast<float>(H);
+        dnorm_norm_mean /= static_cast<float>(H);
+        float* dx = dinp + n * H;
+        if (weight) {
+            for (int64_t i = 0; i < H; ++i) {
+                Store::put(dx[i], (dy[i] * weight[i] - dnorm_mean - (((x[i] - m) - ml) * s) * dnorm_norm_mean) * s);
+            }
+        } else {
+            for (int64_t i = 0; i < H; ++i) {
+                Store::put(dx[i], (dy[i] - dnorm_mean - (((x[i] - m) - ml) * s) * dnorm_norm_mean) * s);
             }
         }
     }
 }
+
+class NativeLayerNormBackward final : public OpNode {
+public:
+    int64_t N = 0, H = 0;
+    const char* name() const override { return "NativeLayerNormBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
+        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        const int sums = (dw ? 1 : 0) + (db ? 1 : 0);
+        const auto rows = [&]<class Store>(float* d) {
+            return rows_with_partial_sums(N, H, sums, [&](int64_t row, int64_t rows, float* slot) {
+                layer_norm_backward<Store>(d ? d + row * H : nullptr, dw ? slot : nullptr,
+                                           db ? slot + (dw ? H : 0) : nullptr, dout.data() + row * H,
+                                           x.data() + row * H, mean.data() + row, mean_lo.data() + row,
+                                           rstd.data() + row, data_or_null(weight), rows, H);
+            });
+        };
+        const Tensor param_sums = dx.fresh ? rows.template operator()<Overwrite>(dx.data)
+                                           : rows.template operator()<Accumulate>(dx.data);
+        if (dw) dw.store(param_sums.data(), H);
+        if (db) db.store(param_sums.data() + (dw ? H : 0), H);
+    }
+};
+
+// Checks that x ends with normalized_shape and that weight/bias have that shape; returns H.
+int64_t check_normalized_shape(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                               const Tensor& bias, const char* op) {
+    NORMNET_CHECK(!normalized_shape.empty(), op, ": normalized_shape must have at least one dimension");
+    for (const Tensor* t : {&x, &weight, &bias}) {
+        NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, op, ": expected float32 tensors, got ", t->dtype());
+    }
+    const int k = normalized_shape.size();
+    bool ok = x.dim() >= k;
+    for (int i = 0; ok && i < k; ++i) ok = x.shape()[x.dim() - k + i] == normalized_shape[i];
+    if (!ok) {
+        const std::string ns = normalized_shape.str();
+        fail("Given normalized_shape=", ns, ", expected input with shape [*, ", ns.substr(1, ns.size() - 2),
+             "], but got input of size", x.shape().str());
+    }
+    for (const Tensor* p : {&weight, &bias}) {
+        const char* what = p == &weight ? "weight" : "bias";
+        NORMNET_CHECK(!p->defined() || p->shape() == normalized_shape, "Expected ", what,
+                      " to be of same shape as normalized_shape, but got ", what, " of shape ", p->shape(),
+                      " and normalized_shape = ", normalized_shape);
+    }
+    return normalized_shape.numel();
+}
+
+Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : Tensor(); }
+
+// Rows of a [*, normalized_shape] input: the product of the leading sizes.
+int64_t leading_rows(const Tensor& x, int normalized_dims) {
+    int64_t N = 1;
+    for (int d = 0; d < x.dim() - normalized_dims; ++d) N *= x.size(d);
+    return N;
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in, const Tensor& bias_in,
+                  double eps) {
+    const int64_t H = detail::check_normalized_shape(x_in, normalized_shape, weight_in, bias_in, "layer_norm");
+    const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
+                 bias = detail::contiguous_or_empty(bias_in);
+    const int64_t N = detail::leading_rows(x, normalized_shape.size());
+    Tensor out = empty(x.shape()), mean = empty({N}), mean_lo = empty({N}), rstd = empty({N});
+    detail::parallel_for(N, detail::row_grain(H), [&](int64_t b, int64_t e) {
+        detail::layer_norm_forward(out.data() + b * H, mean.data() + b, mean_lo.data() + b, rstd.data() + b,
+                                   x.data() + b * H, detail::data_or_null(weight), detail::data_or_null(bias), e - b, H,
+                                   eps);
+    });
+    if (auto* node = detail::record<detail::NativeLayerNormBackward>(out, {x, weight, bias},
+                                                                      {x, weight, mean, mean_lo, rstd})) {
+        node->N = N, node->H = H;
+    }
+    return out;
+}
+
+namespace detail {
+namespace {
+
+// ---- rms_norm ---------------------------------------------------------------------------------
 
 // out: [N, H], rstd: [N], inp: [N, H], weight: [H] (may be null)
 void rms_norm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N, int64_t H,
@@ -107,345 +233,232 @@ void rms_norm_forward(float* out, float* rstd, const float* inp, const float* we
     }
 }
 
-// dinp: [N, H] +=, dweight: [H] += (either may be null); dout, inp: [N, H]; rstd: [N]; weight: [H] or null
-void rms_norm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* rstd,
-                       const float* weight, int64_t N, int64_t H) {
+// dinp: [N, H] (Store; may be null), dweight: [H] += (may be null); dout, inp: [N, H]; rstd: [N];
+// weight: [H] or null
+template <class Store>
+void rms_norm_backward(float* __restrict dinp, float* __restrict dweight, const float* __restrict dout,
+                       const float* __restrict inp, const float* __restrict rstd, const float* __restrict weight,
+                       int64_t N, int64_t H) {
     for (int64_t n = 0; n < N; ++n) {
         const float* dy = dout + n * H;
         const float* x = inp + n * H;
         const float s = rstd[n];
-        float dnorm_norm_mean = 0.0f;
-#pragma omp simd reduction(+ : dnorm_norm_mean)
-        for (int64_t i = 0; i < H; ++i) dnorm_norm_mean += (weight ? dy[i] * weight[i] : dy[i]) * x[i] * s;
-        dnorm_norm_mean /= static_cast<float>(H);
         // Branch-free loops, one per output, so each vectorises (as in layer_norm_backward).
         if (dweight) {
             for (int64_t i = 0; i < H; ++i) dweight[i] += dy[i] * (x[i] * s);
         }
-        if (dinp) {
-            float* dx = dinp + n * H;
-            if (weight) {
-                for (int64_t i = 0; i < H; ++i) dx[i] += (dy[i] * weight[i] - (x[i] * s) * dnorm_norm_mean) * s;
-            } else {
-                for (int64_t i = 0; i < H; ++i) dx[i] += (dy[i] - (x[i] * s) * dnorm_norm_mean) * s;
-            }
+        if (!dinp) continue;
+        float dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_norm_mean)
+        for (int64_t i = 0; i < H; ++i) dnorm_norm_mean += (weight ? dy[i] * weight[i] : dy[i]) * x[i] * s;
+        dnorm_norm_mean /= static_cast<float>(H);
+        float* dx = dinp + n * H;
+        if (weight) {
+            for (int64_t i = 0; i < H; ++i) Store::put(dx[i], (dy[i] * weight[i] - (x[i] * s) * dnorm_norm_mean) * s);
+        } else {
+            for (int64_t i = 0; i < H; ++i) Store::put(dx[i], (dy[i] - (x[i] * s) * dnorm_norm_mean) * s);
         }
     }
 }
 
-// Per-channel statistics of inp: [N, C, L] (L = 1 for [N, C] input): mean: [C] and the biased
-// variance var: [C], accumulated in double. These kernels work on channels [c0, c1) only, so
-// threads can take disjoint channel ranges.
-// kFlat: L == 1 ([N, C] input), known at compile time so the loops over channels vectorise.
+class RmsNormBackward final : public OpNode {
+public:
+    int64_t N = 0, H = 0;
+    const char* name() const override { return "RmsNormBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &x = saved(0), &weight = saved(1), &rstd = saved(2);
+        const GradOut dx = grad_out(0), dw = grad_out(1);
+        const auto rows = [&]<class Store>(float* d) {
+            return rows_with_partial_sums(N, H, dw ? 1 : 0, [&](int64_t row, int64_t rows, float* slot) {
+                rms_norm_backward<Store>(d ? d + row * H : nullptr, dw ? slot : nullptr, dout.data() + row * H,
+                                         x.data() + row * H, rstd.data() + row, data_or_null(weight), rows, H);
+            });
+        };
+        const Tensor param_sums = dx.fresh ? rows.template operator()<Overwrite>(dx.data)
+                                           : rows.template operator()<Accumulate>(dx.data);
+        if (dw) dw.store(param_sums.data(), H);
+    }
+};
+
+}  // namespace
+}  // namespace detail
+
+Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
+                std::optional<double> eps) {
+    const int64_t H = detail::check_normalized_shape(x_in, normalized_shape, weight_in, Tensor(), "rms_norm");
+    const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in);
+    const int64_t N = detail::leading_rows(x, normalized_shape.size());
+    Tensor out = empty(x.shape()), rstd = empty({N});
+    const double e = eps.value_or(std::numeric_limits<float>::epsilon());
+    detail::parallel_for(N, detail::row_grain(H), [&](int64_t b, int64_t end) {
+        detail::rms_norm_forward(out.data() + b * H, rstd.data() + b, x.data() + b * H, detail::data_or_null(weight),
+                                 end - b, H, e);
+    });
+    if (auto* node = detail::record<detail::RmsNormBackward>(out, {x, weight}, {x, weight, rstd})) {
+        node->N = N, node->H = H;
+    }
+    return out;
+}
+
+namespace detail {
+namespace {
+
+// ---- batch_norm -------------------------------------------------------------------------------
+// The kernels see a block of nc channels of inp: [N, C, L]: pointers at the block's first
+// channel, `ld` = C * L elements from one sample to the next. kFlat: L == 1 ([N, C] input),
+// known at compile time so the loops over channels vectorise.
+
+// mean, var: [nc] (double; var biased) of the block
 template <bool kFlat>
-void channel_stats_impl(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L_in, int64_t c0,
-                        int64_t c1) {
+void channel_stats(double* __restrict mean, double* __restrict var, const float* __restrict inp, int64_t N, int64_t nc,
+                   int64_t L_in, int64_t ld) {
     const int64_t L = kFlat ? 1 : L_in;
     const double count = static_cast<double>(N * L);
-    for (int64_t c = c0; c < c1; ++c) mean[c] = var[c] = 0.0;
+    for (int64_t c = 0; c < nc; ++c) mean[c] = var[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = c0; c < c1; ++c) {
-            const float* x = inp + (n * C + c) * L;
+        for (int64_t c = 0; c < nc; ++c) {
+            const float* x = inp + n * ld + c * L;
             for (int64_t l = 0; l < L; ++l) mean[c] += x[l];
         }
     }
-    for (int64_t c = c0; c < c1; ++c) mean[c] /= count;
+    for (int64_t c = 0; c < nc; ++c) mean[c] /= count;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = c0; c < c1; ++c) {
-            const float* x = inp + (n * C + c) * L;
+        for (int64_t c = 0; c < nc; ++c) {
+            const float* x = inp + n * ld + c * L;
             for (int64_t l = 0; l < L; ++l) {
                 const double d = x[l] - mean[c];
                 var[c] += d * d;
             }
         }
     }
-    for (int64_t c = c0; c < c1; ++c) var[c] /= count;
+    for (int64_t c = 0; c < nc; ++c) var[c] /= count;
 }
 
-void channel_stats(double* mean, double* var, const float* inp, int64_t N, int64_t C, int64_t L, int64_t c0,
-                   int64_t c1) {
-    if (L == 1) {
-        channel_stats_impl<true>(mean, var, inp, N, C, L, c0, c1);
-    } else {
-        channel_stats_impl<false>(mean, var, inp, N, C, L, c0, c1);
-    }
-}
-
-// out: [N, C, L] = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [C] in double
-// (as layer_norm's: a batch mean rounded to float32 before the subtraction would cost ~1e-3 on
-// inputs with a large common offset); weight, bias: [C], may be null
+// out: [N, nc, L] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
+// weight, bias: [nc] (either may be null)
 template <bool kFlat>
-void batch_norm_apply_impl(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
-                           const float* bias, int64_t N, int64_t C, int64_t L_in, int64_t c0, int64_t c1) {
+void batch_norm_apply(float* __restrict out, const float* __restrict inp, const double* __restrict mean,
+                      const double* __restrict rstd, const float* __restrict weight, const float* __restrict bias,
+                      int64_t N, int64_t nc, int64_t L_in, int64_t ld) {
     const int64_t L = kFlat ? 1 : L_in;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t c = 0; c < nc; ++c) {
             const double m = mean[c], s = rstd[c];
             const float w = weight ? weight[c] : 1.0f;
             const float shift = bias ? bias[c] : 0.0f;
-            const float* x = inp + (n * C + c) * L;
-            float* y = out + (n * C + c) * L;
+            const float* x = inp + n * ld + c * L;
+            float* y = out + n * ld + c * L;
             for (int64_t l = 0; l < L; ++l) y[l] = static_cast<float>((x[l] - m) * s) * w + shift;
         }
     }
 }
 
-void batch_norm_apply(float* out, const float* inp, const double* mean, const double* rstd, const float* weight,
-                      const float* bias, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1) {
-    if (L == 1) {
-        batch_norm_apply_impl<true>(out, inp, mean, rstd, weight, bias, N, C, L, c0, c1);
-    } else {
-        batch_norm_apply_impl<false>(out, inp, mean, rstd, weight, bias, N, C, L, c0, c1);
-    }
-}
-
-// dinp: [N, C, L] += (= when overwrite_dinp), dweight: [C] +=, dbias: [C] += (each may be null); dout, inp: [N, C, L];
-// mean, rstd: [C]. With batch statistics every dx of a channel depends on all its dy (the
-// statistics are functions of the batch); with running statistics they are constants.
-// `sums` is scratch of at least 2 * C floats.
-template <bool kFlat>
-void batch_norm_backward_impl(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
-                              const float* inp, const float* mean, const float* rstd, const float* weight,
-                              bool batch_stats, int64_t N, int64_t C, int64_t L_in, int64_t c0, int64_t c1,
-                              bool overwrite_dinp) {
+// dinp: [N, nc, L] block (Store; may be null); dy_sum, dy_xhat_sum: [nc] = the channels' sums of dy
+// and dy * xhat (the bias and weight gradients); dout, inp: [N, nc, L] blocks; mean, mean_lo,
+// rstd, weight: [nc] (weight may be null). With batch statistics every dx of a channel depends on
+// all its dy (the statistics are functions of the batch); with running statistics they are constants.
+// Restrict pointers: with this many arrays GCC would not vectorise the channel loops behind
+// runtime alias checks (BatchNorm's backward took 3x longer without them).
+template <class Store, bool kFlat>
+void batch_norm_backward(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
+                         const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
+                         const float* __restrict mean_lo, const float* __restrict rstd,
+                         const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t L_in,
+                         int64_t ld) {
     const int64_t L = kFlat ? 1 : L_in;
-    float* dy_sum = sums;          // per channel: sum of dy
-    float* dy_xhat_sum = sums + C;  // per channel: sum of dy * xhat
-    for (int64_t c = c0; c < c1; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
+    for (int64_t c = 0; c < nc; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = c0; c < c1; ++c) {
-            const float* dy = dout + (n * C + c) * L;
-            const float* x = inp + (n * C + c) * L;
+        for (int64_t c = 0; c < nc; ++c) {
+            const float* dy = dout + n * ld + c * L;
+            const float* x = inp + n * ld + c * L;
             for (int64_t l = 0; l < L; ++l) {
                 dy_sum[c] += dy[l];
-                dy_xhat_sum[c] += dy[l] * (x[l] - mean[c]) * rstd[c];
+                dy_xhat_sum[c] += dy[l] * (((x[l] - mean[c]) - mean_lo[c]) * rstd[c]);
             }
         }
-    }
-    for (int64_t c = c0; c < c1; ++c) {
-        if (dbias) dbias[c] += dy_sum[c];
-        if (dweight) dweight[c] += dy_xhat_sum[c];
     }
     if (!dinp) return;
     const float inv_count = 1.0f / static_cast<float>(N * L);
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t c = 0; c < nc; ++c) {
             const float w = weight ? weight[c] : 1.0f;
-            const float* dy = dout + (n * C + c) * L;
-            const float* x = inp + (n * C + c) * L;
-            float* dx = dinp + (n * C + c) * L;
+            const float m = mean[c], ml = mean_lo[c], s = rstd[c];
+            const float* dy = dout + n * ld + c * L;
+            const float* x = inp + n * ld + c * L;
+            float* dx = dinp + n * ld + c * L;
             const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
             const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
             for (int64_t l = 0; l < L; ++l) {
-                const float g = batch_stats ? (dy[l] * w - dnorm_mean - (x[l] - mean[c]) * rstd[c] * dnorm_norm_mean) * rstd[c]
-                                            : dy[l] * w * rstd[c];
-                dx[l] = overwrite_dinp ? g : dx[l] + g;
+                Store::put(dx[l], batch_stats ? (dy[l] * w - dnorm_mean - (((x[l] - m) - ml) * s) * dnorm_norm_mean) * s
+                                              : dy[l] * w * s);
             }
         }
     }
 }
 
-void batch_norm_backward(float* dinp, float* dweight, float* dbias, float* sums, const float* dout,
-                         const float* inp, const float* mean, const float* rstd, const float* weight,
-                         bool batch_stats, int64_t N, int64_t C, int64_t L, int64_t c0, int64_t c1,
-                         bool overwrite_dinp) {
-    if (L == 1) {
-        batch_norm_backward_impl<true>(dinp, dweight, dbias, sums, dout, inp, mean, rstd, weight, batch_stats, N, C, L,
-                                       c0, c1, overwrite_dinp);
-    } else {
-        batch_norm_backward_impl<false>(dinp, dweight, dbias, sums, dout, inp, mean, rstd, weight, batch_stats, N, C,
-                                        L, c0, c1, overwrite_dinp);
-    }
-}
-
-}  // namespace detail
-
-namespace {
-
-float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
-
-// Items (rows, channels) per chunk of a parallel loop: about 16k values, so a chunk outweighs
-// the cost of handing it to another thread, and at least `minimum` items.
-int64_t grain(int64_t values_per_item, int64_t minimum) {
-    return std::max<int64_t>(minimum, (int64_t{1} << 14) / std::max<int64_t>(values_per_item, 1));
-}
-// Rows of width H, for the row-wise layer_norm and rms_norm.
-int64_t row_grain(int64_t H) { return grain(H, 16); }
-// Channels of per_channel values each, for batch_norm, whose kernels split the channels.
-int64_t channel_grain(int64_t per_channel) { return grain(per_channel, 8); }
-
-// Runs a per-row backward kernel over row chunks in parallel. Each chunk adds its dweight and
-// dbias contributions into its own zeroed slot of `partials` ([chunks, 2, H]), summed at the end,
-// so no two threads write the same sums. kernel(chunk_dweight, chunk_dbias, first_row, rows).
-template <class Kernel>
-void parallel_rows_with_sums(int64_t N, int64_t H, const Tensor& dweight, const Tensor& dbias, Kernel kernel) {
-    const int threads = detail::pool_threads();
-    if (threads == 1 || N <= row_grain(H)) {
-        kernel(data_or_null(dweight), data_or_null(dbias), int64_t{0}, N);
-        return;
-    }
-    const bool sums = dweight.defined() || dbias.defined();
-    const Tensor partials = sums ? zeros({threads, 2, H}) : Tensor();
-    detail::parallel_for_chunks(N, row_grain(H), [&](int chunk, int64_t b, int64_t e) {
-        float* slot = sums ? partials.data() + chunk * 2 * H : nullptr;
-        kernel(dweight.defined() ? slot : nullptr, dbias.defined() ? slot + H : nullptr, b, e - b);
-    });
-    for (int c = 0; sums && c < threads; ++c) {
-        const float* slot = partials.data() + c * 2 * H;
-        if (float* dw = data_or_null(dweight)) {
-            for (int64_t i = 0; i < H; ++i) dw[i] += slot[i];
-        }
-        if (float* db = data_or_null(dbias)) {
-            for (int64_t i = 0; i < H; ++i) db[i] += slot[H + i];
-        }
-    }
-}
-
-// Checks that x ends with normalized_shape and that weight/bias have that shape; returns H.
-int64_t check_normalized_shape(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                               const Tensor& bias) {
-    check(!normalized_shape.empty(), "normalized_shape must have at least one dimension");
-    const int k = normalized_shape.size();
-    bool ok = x.dim() >= k;
-    for (int i = 0; ok && i < k; ++i) ok = x.shape()[x.dim() - k + i] == normalized_shape[i];
-    if (!ok) {
-        const std::string ns = normalized_shape.str();
-        fail("Given normalized_shape=", ns, ", expected input with shape [*, ", ns.substr(1, ns.size() - 2),
-             "], but got input of size", x.shape().str());
-    }
-    for (const Tensor* p : {&weight, &bias}) {
-        if (p->defined()) {
-            check(p->shape() == normalized_shape, "Expected ", p == &weight ? "weight" : "bias",
-                  " to be of same shape as normalized_shape, but got ", p == &weight ? "weight" : "bias",
-                  " of shape ", p->shape(), " and normalized_shape = ", normalized_shape);
-        }
-    }
-    return normalized_shape.numel();
-}
-
-struct LayerNormBackward final : Node {
-    Tensor x, weight, mean, rstd;
-    int64_t N = 0, H = 0;
-    const char* name() const override { return "NativeLayerNormBackward0"; }
-    void backward(const Tensor& dout) override {
-        bool fresh = false;
-        const Tensor dx = grad_input_for_overwrite(0, fresh);
-        parallel_rows_with_sums(N, H, grad_input(1), grad_input(2), [&](float* dw, float* db, int64_t row, int64_t rows) {
-            detail::layer_norm_backward(dx.defined() ? dx.data() + row * H : nullptr, dw, db, dout.data() + row * H,
-                                        x.data() + row * H, mean.data() + row, rstd.data() + row, data_or_null(weight),
-                                        rows, H, fresh);
-        });
-    }
-    void release_saved() override { x = weight = mean = rstd = Tensor(); }
-};
-
-struct RmsNormBackward final : Node {
-    Tensor x, weight, rstd;
-    int64_t N = 0, H = 0;
-    const char* name() const override { return "RmsNormBackward0"; }
-    void backward(const Tensor& dout) override {
-        const Tensor dx = grad_input(0);
-        parallel_rows_with_sums(N, H, grad_input(1), Tensor(), [&](float* dw, float*, int64_t row, int64_t rows) {
-            detail::rms_norm_backward(dx.defined() ? dx.data() + row * H : nullptr, dw, dout.data() + row * H,
-                                      x.data() + row * H, rstd.data() + row, data_or_null(weight), rows, H);
-        });
-    }
-    void release_saved() override { x = weight = rstd = Tensor(); }
-};
-
-struct BatchNormBackward final : Node {
-    Tensor x, weight, mean, rstd, sums;
+class NativeBatchNormBackward final : public OpNode {
+public:
     bool batch_stats = true;
     int64_t N = 0, C = 0, L = 0;
     const char* name() const override { return "NativeBatchNormBackward0"; }
     void backward(const Tensor& dout) override {
-        bool fresh = false;
-        const Tensor dx = grad_input_for_overwrite(0, fresh), dw = grad_input(1), db = grad_input(2);
-        detail::parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
-            detail::batch_norm_backward(data_or_null(dx), data_or_null(dw), data_or_null(db), sums.data(), dout.data(),
-                                        x.data(), mean.data(), rstd.data(), data_or_null(weight), batch_stats, N, C, L,
-                                        c0, c1, fresh);
-        });
+        const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
+        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
+        float* s = sums.data();
+        const auto channels = [&]<class Store>(float* d) {
+            parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
+                const auto kernel = L == 1 ? batch_norm_backward<Store, true> : batch_norm_backward<Store, false>;
+                kernel(d ? d + c0 * L : nullptr, s + c0, s + C + c0, dout.data() + c0 * L, x.data() + c0 * L,
+                       mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0,
+                       weight.defined() ? weight.data() + c0 : nullptr, batch_stats, N, c1 - c0, L, C * L);
+            });
+        };
+        dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
+        if (db) db.store(s, C);
+        if (dw) dw.store(s + C, C);
     }
-    void release_saved() override { x = weight = mean = rstd = sums = Tensor(); }
 };
 
-Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : Tensor(); }
-
 }  // namespace
-
-Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in, const Tensor& bias_in,
-                  double eps) {
-    const int64_t H = check_normalized_shape(x_in, normalized_shape, weight_in, bias_in);
-    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
-    const int64_t N = H == 0 ? 0 : x.numel() / H;
-    Tensor out = empty(x.shape()), mean = empty({N}), rstd = empty({N});
-    detail::parallel_for(N, row_grain(H), [&](int64_t b, int64_t e) {
-        detail::layer_norm_forward(out.data() + b * H, mean.data() + b, rstd.data() + b, x.data() + b * H,
-                                   data_or_null(weight), data_or_null(bias), e - b, H, eps);
-    });
-    if (autograd::any_requires_grad({&x, &weight, &bias})) {
-        auto node = autograd::make_node<LayerNormBackward>({&x, &weight, &bias});
-        node->x = x.detach();
-        node->weight = weight.defined() ? weight.detach() : Tensor();
-        node->mean = mean;
-        node->rstd = rstd;
-        node->N = N, node->H = H;
-        autograd::set_history(out, node);
-    }
-    return out;
-}
-
-Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
-                std::optional<double> eps) {
-    const int64_t H = check_normalized_shape(x_in, normalized_shape, weight_in, Tensor());
-    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in);
-    const int64_t N = H == 0 ? 0 : x.numel() / H;
-    Tensor out = empty(x.shape()), rstd = empty({N});
-    const double e = eps.value_or(std::numeric_limits<float>::epsilon());
-    detail::parallel_for(N, row_grain(H), [&](int64_t b, int64_t end) {
-        detail::rms_norm_forward(out.data() + b * H, rstd.data() + b, x.data() + b * H, data_or_null(weight), end - b,
-                                 H, e);
-    });
-    if (autograd::any_requires_grad({&x, &weight})) {
-        auto node = autograd::make_node<RmsNormBackward>({&x, &weight});
-        node->x = x.detach();
-        node->weight = weight.defined() ? weight.detach() : Tensor();
-        node->rstd = rstd;
-        node->N = N, node->H = H;
-        autograd::set_history(out, node);
-    }
-    return out;
-}
+}  // namespace detail
 
 Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight_in,
                   const Tensor& bias_in, bool training, std::optional<double> momentum, double eps,
                   int64_t num_batches_tracked) {
-    check(x_in.dim() == 2 || x_in.dim() == 3, "batch_norm: expected 2D or 3D input (got ", x_in.dim(),
-          "D input of shape ", x_in.shape(), ")");
-    const int64_t N = x_in.size(0), C = x_in.size(1), L = x_in.dim() == 3 ? x_in.size(2) : 1;
+    NORMNET_CHECK(x_in.dim() >= 2, "batch_norm: expected an input of at least 2 dimensions [N, C, *], got shape ",
+                  x_in.shape());
+    for (const Tensor* t : {&x_in, &running_mean, &running_var, &weight_in, &bias_in}) {
+        NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, "batch_norm: expected float32 tensors, got ",
+                      t->dtype());
+    }
+    const int64_t N = x_in.size(0), C = x_in.size(1);
+    int64_t L = 1;
+    for (int d = 2; d < x_in.dim(); ++d) L *= x_in.size(d);
     for (const Tensor* p : {&running_mean, &running_var, &weight_in, &bias_in}) {
-        if (p->defined()) {
-            check(p->dim() == 1 && p->size(0) == C, "batch_norm: a parameter or buffer of shape ", p->shape(),
-                  " does not match ", C, " channels of input ", x_in.shape());
-        }
+        NORMNET_CHECK(!p->defined() || (p->dim() == 1 && p->size(0) == C), "batch_norm: a parameter or buffer of shape ",
+                      p->shape(), " does not match ", C, " channels of input ", x_in.shape());
     }
-    check(running_mean.defined() == running_var.defined(), "batch_norm: give both running_mean and running_var or neither");
-    const bool batch_stats = training || !running_mean.defined();
-    if (batch_stats) {
-        check(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape());
+    NORMNET_CHECK(running_mean.defined() == running_var.defined(),
+                  "batch_norm: give both running_mean and running_var or neither");
+    NORMNET_CHECK(training || running_mean.defined(), "running_mean must be defined in evaluation mode");
+    if (training) {
+        NORMNET_CHECK(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape());
     }
-    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
+    const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
+                 bias = detail::contiguous_or_empty(bias_in);
     // Per channel, in double: mean_d, and var_d (the biased variance, then rstd once it is used).
     thread_local std::vector<double> stats;
     stats.resize(static_cast<size_t>(2 * C));
     double* mean_d = stats.data();
     double* var_d = stats.data() + C;
-    if (batch_stats) {
-        detail::parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
-            detail::channel_stats(mean_d, var_d, x.data(), N, C, L, c0, c1);
+    const auto kernel_of = [L](auto flat, auto general) { return L == 1 ? flat : general; };
+    if (training) {
+        const auto kernel = kernel_of(detail::channel_stats<true>, detail::channel_stats<false>);
+        detail::parallel_for(C, detail::channel_grain(N * L), [&](int64_t c0, int64_t c1) {
+            kernel(mean_d + c0, var_d + c0, x.data() + c0 * L, N, c1 - c0, L, C * L);
         });
-        if (training && running_mean.defined()) {
+        if (running_mean.defined()) {
             // PyTorch's momentum=None is a cumulative average over the batches seen so far.
             const double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(num_batches_tracked, 1));
             const double unbias = static_cast<double>(N * L) / static_cast<double>(N * L - 1);
@@ -455,6 +468,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
                 rm[c] = static_cast<float>((1.0 - m) * rm[c] + m * mean_d[c]);
                 rv[c] = static_cast<float>((1.0 - m) * rv[c] + m * var_d[c] * unbias);
             }
+            running_mean.bump_version();
+            running_var.bump_version();
         }
     } else {
         for (int64_t c = 0; c < C; ++c) {
@@ -464,26 +479,22 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     }
     double* rstd_d = var_d;
     for (int64_t c = 0; c < C; ++c) rstd_d[c] = 1.0 / std::sqrt(var_d[c] + eps);
-    Tensor mean = empty({C}), rstd = empty({C});
+    Tensor mean = empty({C}), mean_lo = empty({C}), rstd = empty({C});
     for (int64_t c = 0; c < C; ++c) {
-        mean.data()[c] = static_cast<float>(mean_d[c]);
+        detail::split_mean(mean_d[c], mean.data()[c], mean_lo.data()[c]);
         rstd.data()[c] = static_cast<float>(rstd_d[c]);
     }
     Tensor out = empty(x.shape());
-    detail::parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
-        detail::batch_norm_apply(out.data(), x.data(), mean_d, rstd_d, data_or_null(weight), data_or_null(bias), N, C, L,
-                                 c0, c1);
+    const auto apply = kernel_of(detail::batch_norm_apply<true>, detail::batch_norm_apply<false>);
+    detail::parallel_for(C, detail::channel_grain(N * L), [&](int64_t c0, int64_t c1) {
+        apply(out.data() + c0 * L, x.data() + c0 * L, mean_d + c0, rstd_d + c0,
+              weight.defined() ? weight.data() + c0 : nullptr, bias.defined() ? bias.data() + c0 : nullptr, N, c1 - c0,
+              L, C * L);
     });
-    if (autograd::any_requires_grad({&x, &weight, &bias})) {
-        auto node = autograd::make_node<BatchNormBackward>({&x, &weight, &bias});
-        node->x = x.detach();
-        node->weight = weight.defined() ? weight.detach() : Tensor();
-        node->mean = mean;
-        node->rstd = rstd;
-        node->sums = empty({2 * C});
-        node->batch_stats = batch_stats;
+    if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
+                                                                      {x, weight, mean, mean_lo, rstd})) {
+        node->batch_stats = training;
         node->N = N, node->C = C, node->L = L;
-        autograd::set_history(out, node);
     }
     return out;
 }

@@ -1,17 +1,21 @@
 // Views and copies: view/reshape/flatten, transpose, narrow, select, contiguous, clone.
 // A view shares its input's storage; its backward applies the same view to the input's
-// gradient buffer and adds the output gradient into it.
+// gradient buffer and writes the output gradient through it.
 #include <algorithm>
 
-#include "normnet/autograd.hpp"
-#include "normnet/tensor.hpp"
 #include "../strided.hpp"
+#include "loop.hpp"
+#include "op.hpp"
 
 namespace normnet {
 namespace {
 
+using detail::GradOut;
+using detail::OpNode;
+
 int wrap_dim(int d, int ndim, const char* op) {
-    check(d >= -ndim && d < ndim, op, ": dimension ", d, " out of range for a tensor of ", ndim, " dimensions");
+    NORMNET_CHECK(d >= -ndim && d < ndim, op, ": dimension ", d, " out of range for a tensor of ", ndim,
+                  " dimensions");
     return d < 0 ? d + ndim : d;
 }
 
@@ -26,8 +30,10 @@ struct ViewArgs {
 
 Tensor make_view(const Tensor& x, const ViewArgs& a);
 
-struct ViewBackward final : Node {
+class ViewBackward final : public OpNode {
+public:
     ViewArgs args;
+    Shape in_shape, in_strides;
     const char* name() const override {
         switch (args.kind) {
             case ViewKind::transpose: return "TransposeBackward0";
@@ -37,16 +43,34 @@ struct ViewBackward final : Node {
         }
     }
     void backward(const Tensor& dout) override {
-        Tensor dx = grad_input(0);
-        if (dx.defined()) make_view(dx.detach(), args).add_(dout);
+        if (args.kind == ViewKind::narrow || args.kind == ViewKind::select) {
+            // The view covers part of the input: add into that part of a zeroed gradient.
+            const Tensor dx = grad_to_add(0);
+            if (dx.defined()) make_view(dx, args).add_(dout);
+            return;
+        }
+        // view and transpose cover all of the input: its gradient is dout seen through the
+        // inverse view, written in one pass.
+        const GradOut dx = grad_out(0);
+        if (!dx) return;
+        Tensor back = dout;
+        if (args.kind == ViewKind::transpose) {
+            ViewArgs inverse = args;
+            back = make_view(dout, inverse);
+        } else {
+            back = dout.detach();
+            back.impl().shape = in_shape;
+            back.impl().strides = detail::contiguous_strides(in_shape);
+        }
+        dx.write([&]<class Store>(float* d) { detail::copy_strided<Store>(d, back); });
     }
 };
 
-struct CloneBackward final : Node {
+class CloneBackward final : public OpNode {
+public:
     const char* name() const override { return "CloneBackward0"; }
     void backward(const Tensor& dout) override {
-        Tensor dx = grad_input(0);
-        if (dx.defined()) dx.add_(dout);
+        if (const GradOut dx = grad_out(0)) dx.write([&]<class Store>(float* d) { detail::copy_strided<Store>(d, dout); });
     }
 };
 
@@ -85,16 +109,13 @@ Tensor make_view(const Tensor& x, const ViewArgs& a) {
     out.impl().shape = shape;
     out.impl().strides = strides;
     out.impl().offset = offset;
+    out.impl().is_view = true;
     return out;
 }
 
 Tensor record_view(const Tensor& x, const ViewArgs& a) {
     Tensor out = make_view(x, a);
-    if (autograd::any_requires_grad({&x})) {
-        auto node = autograd::make_node<ViewBackward>({&x});
-        node->args = a;
-        autograd::set_history(out, node);
-    }
+    if (auto* node = detail::record<ViewBackward>(out, {x})) node->args = a, node->in_shape = x.shape();
     return out;
 }
 
@@ -105,19 +126,19 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from) {
     int64_t known = 1;
     for (int d = 0; d < shape.size(); ++d) {
         if (shape[d] == -1) {
-            check(infer < 0, "only one dimension can be inferred in shape ", shape);
+            NORMNET_CHECK(infer < 0, "only one dimension can be inferred in shape ", shape);
             infer = d;
         } else {
-            check(shape[d] >= 0, "invalid shape dimension ", shape[d], " in ", shape);
+            NORMNET_CHECK(shape[d] >= 0, "invalid shape dimension ", shape[d], " in ", shape);
             known *= shape[d];
         }
     }
     if (infer >= 0) {
-        check(known != 0 && numel % known == 0, "shape '", shape, "' is invalid for input of size ", numel,
+        NORMNET_CHECK(known != 0 && numel % known == 0, "shape '", shape, "' is invalid for input of size ", numel,
               " (shape ", from.str(), ")");
         out[infer] = numel / known;
     }
-    check(out.numel() == numel, "shape '", shape, "' is invalid for input of size ", numel, " (shape ",
+    NORMNET_CHECK(out.numel() == numel, "shape '", shape, "' is invalid for input of size ", numel, " (shape ",
           from.str(), ")");
     return out;
 }
@@ -125,7 +146,7 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from) {
 }  // namespace
 
 Tensor Tensor::view(const Shape& shape) const {
-    check(is_contiguous(), "view: the tensor of shape ", this->shape(), " is not contiguous; use reshape()");
+    NORMNET_CHECK(is_contiguous(), "view: the tensor of shape ", this->shape(), " is not contiguous; use reshape()");
     ViewArgs a;
     a.shape = infer_shape(shape, numel(), this->shape());
     return record_view(*this, a);
@@ -136,7 +157,7 @@ Tensor Tensor::reshape(const Shape& shape) const { return contiguous().view(shap
 Tensor Tensor::flatten(int start_dim, int end_dim) const {
     if (dim() == 0) return reshape({1});
     const int s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
-    check(s <= e, "flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
+    NORMNET_CHECK(s <= e, "flatten: start_dim ", start_dim, " is after end_dim ", end_dim);
     Shape out;
     for (int d = 0; d < s; ++d) out.push_back(shape()[d]);
     int64_t merged = 1;
@@ -155,7 +176,7 @@ Tensor Tensor::transpose(int dim0, int dim1) const {
 }
 
 Tensor Tensor::t() const {
-    check(dim() == 2, "t() expects a 2-D tensor, got shape ", shape());
+    NORMNET_CHECK(dim() == 2, "t() expects a 2-D tensor, got shape ", shape());
     return transpose(0, 1);
 }
 
@@ -163,7 +184,7 @@ Tensor Tensor::narrow(int d, int64_t start, int64_t length) const {
     ViewArgs a;
     a.kind = ViewKind::narrow;
     a.dim0 = wrap_dim(d, dim(), "narrow");
-    check(start >= 0 && length >= 0 && start + length <= shape()[a.dim0], "narrow: [", start, ", ", start + length,
+    NORMNET_CHECK(start >= 0 && length >= 0 && start + length <= shape()[a.dim0], "narrow: [", start, ", ", start + length,
           ") is out of range for dimension ", a.dim0, " of size ", shape()[a.dim0], " (shape ", shape(), ")");
     a.start = start;
     a.length = length;
@@ -175,18 +196,19 @@ Tensor Tensor::select(int d, int64_t index) const {
     a.kind = ViewKind::select;
     a.dim0 = wrap_dim(d, dim(), "select");
     const int64_t size = shape()[a.dim0];
-    check(index >= -size && index < size, "index ", index, " is out of bounds for dimension ", a.dim0,
+    NORMNET_CHECK(index >= -size && index < size, "index ", index, " is out of bounds for dimension ", a.dim0,
           " with size ", size);
     a.start = index < 0 ? index + size : index;
     return record_view(*this, a);
 }
 
 Tensor Tensor::clone() const {
-    Tensor out = empty(shape());
-    out.copy_(*this);
-    if (autograd::any_requires_grad({this})) {
-        autograd::set_history(out, autograd::make_node<CloneBackward>({this}));
+    Tensor out = empty(shape(), dtype());
+    {
+        NoGradGuard no_grad;  // the copy itself is recorded as one CloneBackward below
+        out.copy_(*this);
     }
+    detail::record<CloneBackward>(out, {*this});
     return out;
 }
 

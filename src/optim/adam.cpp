@@ -34,7 +34,7 @@
 
 #include "elementwise_step.hpp"
 #include "kernel_support.hpp"
-#include "normnet/optim.hpp"
+#include "kernels.hpp"
 
 namespace normnet {
 namespace detail {
@@ -147,38 +147,19 @@ void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, 
     adam_update_pass<true>(param, exp_avg, exp_avg_sq, grad, n, s);
 }
 
-// The same update written op by op as torch.optim's _single_tensor_adam / _single_tensor_adamw,
-// for the tests. param: [n] updated, exp_avg: [n] updated, exp_avg_sq: [n] updated, grad: [n]
-void adam_update_reference(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
-                           const AdamScalars& s) {
-    for (int64_t i = 0; i < n; ++i) {
-        if (s.decay != 1.0f) param[i] = param[i] * s.decay;  // param.mul_(1 - lr * weight_decay)
-        float g = grad[i];
-        if (s.weight_decay != 0.0f) g = madd(s.weight_decay, param[i], g);  // grad.add(param, alpha=wd)
-        exp_avg[i] = exp_avg[i] * s.beta1;                                   // exp_avg.mul_(beta1)
-        exp_avg[i] = madd(s.one_minus_beta1, g, exp_avg[i]);                 // .add_(grad, alpha=1 - beta1)
-        exp_avg_sq[i] = exp_avg_sq[i] * s.beta2;                             // exp_avg_sq.mul_(beta2)
-        exp_avg_sq[i] = madd(s.one_minus_beta2 * g, g, exp_avg_sq[i]);       // .addcmul_(grad, grad, value=1 - beta2)
-        float denom = std::sqrt(exp_avg_sq[i]);                              // exp_avg_sq.sqrt()
-        denom = denom / s.bias_correction2_sqrt;                             // / bias_correction2_sqrt
-        denom = denom + s.eps;                                               // .add_(eps)
-        param[i] = param[i] + s.neg_step_size * exp_avg[i] / denom;          // param.addcdiv_(exp_avg, denom, value=-step_size)
-    }
-}
-
 }  // namespace detail
 
 namespace {
 
 // PyTorch's rules for Adam and AdamW, plus rejecting NaN and infinity, which its `< 0` tests let through.
 void check_adam_options(const char* name, double lr, std::pair<double, double> betas, double eps, double weight_decay) {
-    check(std::isfinite(lr) && lr >= 0.0, name, ": invalid learning rate (lr) ", lr, ": it must be finite and >= 0");
-    check(betas.first >= 0.0 && betas.first < 1.0, name, ": invalid betas.first (beta1) ", betas.first,
+    NORMNET_CHECK(std::isfinite(lr) && lr >= 0.0, name, ": invalid learning rate (lr) ", lr, ": it must be finite and >= 0");
+    NORMNET_CHECK(betas.first >= 0.0 && betas.first < 1.0, name, ": invalid betas.first (beta1) ", betas.first,
           ": it must be in [0, 1)");
-    check(betas.second >= 0.0 && betas.second < 1.0, name, ": invalid betas.second (beta2) ", betas.second,
+    NORMNET_CHECK(betas.second >= 0.0 && betas.second < 1.0, name, ": invalid betas.second (beta2) ", betas.second,
           ": it must be in [0, 1)");
-    check(std::isfinite(eps) && eps >= 0.0, name, ": invalid eps ", eps, ": it must be finite and >= 0");
-    check(std::isfinite(weight_decay) && weight_decay >= 0.0, name, ": invalid weight_decay ", weight_decay,
+    NORMNET_CHECK(std::isfinite(eps) && eps >= 0.0, name, ": invalid eps ", eps, ": it must be finite and >= 0");
+    NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0, name, ": invalid weight_decay ", weight_decay,
           ": it must be finite and >= 0");
 }
 
@@ -193,20 +174,25 @@ AdamWOptions checked(const AdamWOptions& o) {
 }
 
 // One step of Adam or AdamW over every parameter that has a gradient; grad_of(i) gives
-// parameter i's gradient data or null; zero_grad zeroes each gradient after reading it. One
-// parallel pass over all parameters' elements.
-template <class GradOf>
-void adam_step(const NamedTensors& params, std::vector<Tensor>& exp_avg, std::vector<Tensor>& exp_avg_sq,
-               GradOf grad_of, const detail::AdamScalars& s, bool zero_grad) {
+// parameter i's gradient data or null; scalars_of(t) the step scalars at a parameter's step t;
+// zero_grad zeroes each gradient after reading it. One parallel pass over all parameters' elements.
+template <class GradOf, class ScalarsOf, class Advance>
+void adam_step(const Optimizer& opt, std::vector<Tensor>& exp_avg, std::vector<Tensor>& exp_avg_sq, GradOf grad_of,
+               ScalarsOf scalars_of, bool zero_grad, Advance advance) {
+    const NamedTensors& params = opt.params();
     for (size_t i = 0; i < params.size(); ++i) {
-        if (grad_of(i) != nullptr && !exp_avg[i].defined()) {
+        if (grad_of(i) == nullptr) continue;
+        if (!exp_avg[i].defined()) {
             exp_avg[i] = zeros(params[i].second.shape());
             exp_avg_sq[i] = zeros(params[i].second.shape());
         }
+        advance(i);
+        params[i].second.bump_version();  // an in-place update, as torch's step counts it
     }
     detail::for_each_parameter_range(params, [&](size_t i, int64_t b, int64_t e) {
         float* grad = grad_of(i);
         if (grad == nullptr) return;
+        const detail::AdamScalars s = scalars_of(opt.param_step(i));
         float* p = params[i].second.data() + b;
         float* m = exp_avg[i].data() + b;
         float* v = exp_avg_sq[i].data() + b;
@@ -219,12 +205,14 @@ void adam_step(const NamedTensors& params, std::vector<Tensor>& exp_avg, std::ve
 
 Adam::Adam(NamedTensors params, AdamOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
     set_lr(options_.lr);
+    count_param_steps();
     exp_avg_ = add_state("exp_avg");
     exp_avg_sq_ = add_state("exp_avg_sq");
 }
 
 Adam::Adam(const std::vector<Tensor>& params, AdamOptions options) : Optimizer(params), options_(checked(options)) {
     set_lr(options_.lr);
+    count_param_steps();
     exp_avg_ = add_state("exp_avg");
     exp_avg_sq_ = add_state("exp_avg_sq");
 }
@@ -234,13 +222,16 @@ void Adam::step() { update(false); }
 void Adam::step_and_zero_grad() { update(true); }
 
 void Adam::update(bool zero_grad) {
-    const int64_t t = advance_step();
-    const auto s = detail::adam_scalars(lr(), options_.betas, options_.eps, options_.weight_decay, 0.0, t);
-    adam_step(params(), state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); }, s, zero_grad);
+    advance_step();
+    adam_step(
+        *this, state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); },
+        [this](int64_t t) { return detail::adam_scalars(lr(), options_.betas, options_.eps, options_.weight_decay, 0.0, t); },
+        zero_grad, [this](size_t i) { advance_param_step(i); });
 }
 
 AdamW::AdamW(NamedTensors params, AdamWOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
     set_lr(options_.lr);
+    count_param_steps();
     exp_avg_ = add_state("exp_avg");
     exp_avg_sq_ = add_state("exp_avg_sq");
 }
@@ -248,6 +239,7 @@ AdamW::AdamW(NamedTensors params, AdamWOptions options) : Optimizer(std::move(pa
 AdamW::AdamW(const std::vector<Tensor>& params, AdamWOptions options)
     : Optimizer(params), options_(checked(options)) {
     set_lr(options_.lr);
+    count_param_steps();
     exp_avg_ = add_state("exp_avg");
     exp_avg_sq_ = add_state("exp_avg_sq");
 }
@@ -257,9 +249,11 @@ void AdamW::step() { update(false); }
 void AdamW::step_and_zero_grad() { update(true); }
 
 void AdamW::update(bool zero_grad) {
-    const int64_t t = advance_step();
-    const auto s = detail::adam_scalars(lr(), options_.betas, options_.eps, 0.0, options_.weight_decay, t);
-    adam_step(params(), state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); }, s, zero_grad);
+    advance_step();
+    adam_step(
+        *this, state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); },
+        [this](int64_t t) { return detail::adam_scalars(lr(), options_.betas, options_.eps, 0.0, options_.weight_decay, t); },
+        zero_grad, [this](size_t i) { advance_param_step(i); });
 }
 
 }  // namespace normnet

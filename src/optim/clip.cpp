@@ -27,7 +27,7 @@ float l2_norm(const float* g, int64_t n) {
 }  // namespace
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-    check(!std::isnan(max_norm) && max_norm >= 0.0, "clip_grad_norm: max_norm must be >= 0, got ", max_norm);
+    NORMNET_CHECK(!std::isnan(max_norm) && max_norm >= 0.0, "clip_grad_norm: max_norm must be >= 0, got ", max_norm);
     // torch keeps each tensor's norm and the total as float32 tensors; so do we.
     double sum = 0.0;
     for (const Tensor& p : params) {

@@ -13,20 +13,20 @@ namespace normnet {
 namespace {
 
 LRSchedulerOptions checked(const LRSchedulerOptions& o) {
-    check(o.warmup_steps >= 0, "LRScheduler: warmup_steps must be >= 0, got ", o.warmup_steps);
-    check(o.total_steps >= 0, "LRScheduler: total_steps must be >= 0, got ", o.total_steps);
+    NORMNET_CHECK(o.warmup_steps >= 0, "LRScheduler: warmup_steps must be >= 0, got ", o.warmup_steps);
+    NORMNET_CHECK(o.total_steps >= 0, "LRScheduler: total_steps must be >= 0, got ", o.total_steps);
     switch (o.schedule) {
         case Schedule::constant:
             break;
         case Schedule::step:
-            check(o.step_size >= 1, "LRScheduler: step_size must be >= 1, got ", o.step_size);
-            check(std::isfinite(o.gamma) && o.gamma > 0.0, "LRScheduler: gamma must be finite and > 0, got ", o.gamma);
+            NORMNET_CHECK(o.step_size >= 1, "LRScheduler: step_size must be >= 1, got ", o.step_size);
+            NORMNET_CHECK(std::isfinite(o.gamma) && o.gamma > 0.0, "LRScheduler: gamma must be finite and > 0, got ", o.gamma);
             break;
         case Schedule::cosine:
             // The cosine needs a horizon after the warm-up: T = total_steps - warmup_steps.
-            check(o.total_steps > o.warmup_steps, "LRScheduler: the cosine schedule needs total_steps > warmup_steps, got total_steps ",
+            NORMNET_CHECK(o.total_steps > o.warmup_steps, "LRScheduler: the cosine schedule needs total_steps > warmup_steps, got total_steps ",
                   o.total_steps, " and warmup_steps ", o.warmup_steps);
-            check(std::isfinite(o.eta_min) && o.eta_min >= 0.0, "LRScheduler: eta_min must be finite and >= 0, got ",
+            NORMNET_CHECK(std::isfinite(o.eta_min) && o.eta_min >= 0.0, "LRScheduler: eta_min must be finite and >= 0, got ",
                   o.eta_min);
             break;
         default:
@@ -49,13 +49,13 @@ void LRScheduler::step() {
 }
 
 void LRScheduler::set_position(int64_t t) {
-    check(t >= 0, "LRScheduler: position must be >= 0, got ", t);
+    NORMNET_CHECK(t >= 0, "LRScheduler: position must be >= 0, got ", t);
     optimizer_->set_lr(lr_at(t));
     position_ = t;
 }
 
 double LRScheduler::lr_at(int64_t t) const {
-    check(t >= 0, "LRScheduler: lr_at needs a step >= 0, got ", t);
+    NORMNET_CHECK(t >= 0, "LRScheduler: lr_at needs a step >= 0, got ", t);
     const int64_t w = options_.warmup_steps;
     // As torch's LambdaLR: base * factor, the warm-up ending at the base lr on step w - 1.
     if (t < w) return base_lr_ * (static_cast<double>(t + 1) / static_cast<double>(w));

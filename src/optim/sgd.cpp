@@ -18,7 +18,7 @@
 
 #include "elementwise_step.hpp"
 #include "kernel_support.hpp"
-#include "normnet/optim.hpp"
+#include "kernels.hpp"
 
 namespace normnet {
 namespace detail {
@@ -55,38 +55,19 @@ void sgd_update(float* param, float* buf, const float* grad, int64_t n, const SG
         s.weight_decay != 0.0f, s.momentum != 0.0f, s.nesterov, s.first);
 }
 
-// The same update written op by op as torch.optim.SGD's _single_tensor_sgd, for the tests.
-// param: [n] updated, buf: [n], grad: [n]
-void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s) {
-    for (int64_t i = 0; i < n; ++i) {
-        float d = grad[i];
-        if (s.weight_decay != 0.0f) d = madd(s.weight_decay, param[i], d);  // d_p = d_p.add(param, alpha=wd)
-        if (s.momentum != 0.0f) {
-            if (s.first) {
-                buf[i] = d;  // buf = torch.clone(d_p)
-            } else {
-                buf[i] = buf[i] * s.momentum;                      // buf.mul_(momentum)
-                buf[i] = madd(s.one_minus_dampening, d, buf[i]);  // .add_(d_p, alpha=1 - dampening)
-            }
-            d = s.nesterov ? madd(s.momentum, buf[i], d) : buf[i];  // d_p.add(buf, alpha=momentum)
-        }
-        param[i] = madd(s.neg_lr, d, param[i]);  // param.add_(d_p, alpha=-lr)
-    }
-}
-
 }  // namespace detail
 
 namespace {
 
 SGDOptions checked(const SGDOptions& o) {
     // PyTorch's rules, plus rejecting NaN and infinity, which its `< 0` tests let through.
-    check(std::isfinite(o.lr) && o.lr >= 0.0, "SGD: invalid learning rate (lr) ", o.lr, ": it must be finite and >= 0");
-    check(std::isfinite(o.momentum) && o.momentum >= 0.0, "SGD: invalid momentum ", o.momentum,
+    NORMNET_CHECK(std::isfinite(o.lr) && o.lr >= 0.0, "SGD: invalid learning rate (lr) ", o.lr, ": it must be finite and >= 0");
+    NORMNET_CHECK(std::isfinite(o.momentum) && o.momentum >= 0.0, "SGD: invalid momentum ", o.momentum,
           ": it must be finite and >= 0");
-    check(std::isfinite(o.dampening), "SGD: invalid dampening ", o.dampening, ": it must be finite");
-    check(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "SGD: invalid weight_decay ", o.weight_decay,
+    NORMNET_CHECK(std::isfinite(o.dampening), "SGD: invalid dampening ", o.dampening, ": it must be finite");
+    NORMNET_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "SGD: invalid weight_decay ", o.weight_decay,
           ": it must be finite and >= 0");
-    check(!o.nesterov || (o.momentum > 0.0 && o.dampening == 0.0),
+    NORMNET_CHECK(!o.nesterov || (o.momentum > 0.0 && o.dampening == 0.0),
           "SGD: nesterov momentum requires a momentum > 0 and zero dampening (got momentum ", o.momentum,
           ", dampening ", o.dampening, ")");
     return o;
@@ -120,6 +101,9 @@ void SGD::step() {
         buffers[i] = empty(p.shape());
         detail::sgd_update(p.data(), buffers[i].data(), grad, p.numel(), detail::sgd_scalars(options_, lr(), true));
         started.push_back(i);
+    }
+    for (size_t i = 0; i < params().size(); ++i) {
+        if (grad_data(i) != nullptr) params()[i].second.bump_version();  // an in-place update, as in torch
     }
     detail::for_each_parameter_range(params(), [&](size_t i, int64_t b, int64_t e) {
         const float* grad = grad_data(i);

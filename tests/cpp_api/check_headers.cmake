@@ -4,12 +4,19 @@
 # Inputs: COMPILER, INCLUDE_DIR (the include/ folder), WORK (a scratch folder).
 cmake_minimum_required(VERSION 3.25)
 
-file(GLOB headers RELATIVE ${INCLUDE_DIR} ${INCLUDE_DIR}/normnet/*.hpp ${INCLUDE_DIR}/normnet/detail/*.hpp)
+file(GLOB headers RELATIVE ${INCLUDE_DIR} ${INCLUDE_DIR}/normnet/*.hpp ${INCLUDE_DIR}/normnet/nn/*.hpp)
+file(READ ${INCLUDE_DIR}/normnet/layers.hpp layers)
 file(READ ${INCLUDE_DIR}/normnet/normnet.hpp umbrella)
 set(tu "")
 foreach(header ${headers})
   string(APPEND tu "#include <${header}>\n")
-  if(NOT header MATCHES "^normnet/(detail/|normnet\\.hpp$)")
+  if(header MATCHES "^normnet/nn/")
+    # The layer families come in through layers.hpp, as torch/nn.h gathers torch/nn/modules.
+    string(FIND "${layers}" "#include \"${header}\"" at)
+    if(at EQUAL -1)
+      message(SEND_ERROR "normnet/layers.hpp does not include ${header}")
+    endif()
+  elseif(NOT header STREQUAL "normnet/normnet.hpp")
     string(FIND "${umbrella}" "#include \"${header}\"" at)
     if(at EQUAL -1)
       message(SEND_ERROR "normnet/normnet.hpp does not include ${header}")

@@ -5,10 +5,55 @@
 #   - A block preceded by the line `<!-- file: NAME -->` is written to <out_dir>/project/NAME:
 #     together they form the user's project of the README (its CMakeLists.txt and main.cpp), built
 #     as a subdirectory; the executables its CMakeLists.txt adds are run.
+#   - A block preceded by `<!-- excerpt: PATH -->` quotes the library's own source (PATH relative
+#     to the README): every line of it must appear in that file, in order (ignoring indentation and
+#     `detail::` qualifiers), so the quote cannot drift from the code. It is not compiled.
 #   - Every other ```cpp (or c++, cxx) block is its own translation unit: a program when it has
 #     an `int main(` (built and run), else compiled as an object library.
 #   - Other blocks (```sh, ```text, unmarked ```cmake, ...) are not compiled.
 # Sets <programs_var> to the programs to run, relative to the build folder.
+# The lines of `text`, stripped of indentation and `detail::`, non-empty ones only.
+function(normalised_lines text out_var)
+  string(REPLACE "detail::" "" text "${text}")
+  string(REPLACE ";" "<semicolon>" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  set(out "")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" line)
+    if(NOT line STREQUAL "")
+      list(APPEND out "${line}")
+    endif()
+  endforeach()
+  set(${out_var} "${out}" PARENT_SCOPE)
+endfunction()
+
+# Fails unless every line of `body` appears in `path`, in the same order.
+function(check_excerpt body path)
+  if(NOT EXISTS ${path})
+    message(FATAL_ERROR "README excerpt of ${path}: no such file")
+  endif()
+  file(READ ${path} source)
+  normalised_lines("${body}" quoted)
+  normalised_lines("${source}" lines)
+  list(LENGTH lines n)
+  set(at 0)
+  foreach(q IN LISTS quoted)
+    set(found FALSE)
+    while(at LESS n)
+      list(GET lines ${at} line)
+      math(EXPR at "${at} + 1")
+      if(line STREQUAL q)
+        set(found TRUE)
+        break()
+      endif()
+    endwhile()
+    if(NOT found)
+      string(REPLACE "<semicolon>" ";" q "${q}")
+      message(FATAL_ERROR "README excerpt of ${path}: this line is not in the file (or out of order):\n  ${q}")
+    endif()
+  endforeach()
+endfunction()
+
 function(extract_readme_blocks readme out_dir programs_var)
   file(READ ${readme} text)
   file(REMOVE_RECURSE ${out_dir})
@@ -49,7 +94,11 @@ function(extract_readme_blocks readme out_dir programs_var)
       set(lang cpp)
       math(EXPR cpp_blocks "${cpp_blocks} + 1")
     endif()
-    if("${before}" MATCHES "<!-- file: ([A-Za-z0-9_.+-]+) -->[ \t]*$")
+    if("${before}" MATCHES "<!-- excerpt: ([A-Za-z0-9_./+-]+) -->[ \t]*$")
+      get_filename_component(root ${readme} DIRECTORY)
+      check_excerpt("${body}" ${root}/${CMAKE_MATCH_1})
+      message("README block ${count} (```${info}): an excerpt of ${CMAKE_MATCH_1}, checked")
+    elseif("${before}" MATCHES "<!-- file: ([A-Za-z0-9_.+-]+) -->[ \t]*$")
       set(name "${CMAKE_MATCH_1}")
       message("README block ${count} (```${info}) -> project/${name}")
       file(WRITE ${out_dir}/project/${name} "${body}")

@@ -16,10 +16,11 @@ also proves the generation is deterministic.
 """
 
 import argparse
+import glob
+import importlib
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
@@ -27,115 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-GOLDEN_DIR = os.path.dirname(os.path.abspath(__file__))
-MAX_FILE_BYTES = 1_500_000
-MAX_TOTAL_BYTES = 4_000_000
-
-# safetensors dtype names <-> numpy little-endian dtypes; only these three are used.
-DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8")}
-
-
-# ---------------------------------------------------------------------------
-# safetensors writer / reader
-
-
-def _safetensors_dtype(arr):
-    for name, dt in DTYPES.items():
-        if arr.dtype == dt:
-            return name
-    raise TypeError(f"unsupported dtype {arr.dtype}")
-
-
-def write_safetensors(path, tensors, metadata):
-    """tensors: dict name -> numpy array (written in dict order); metadata: dict str -> str."""
-    header = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}}
-    blobs = []
-    offset = 0
-    for name, arr in tensors.items():
-        arr = np.array(arr, order="C")  # not ascontiguousarray: it turns scalars into shape [1]
-        kind = _safetensors_dtype(arr)
-        data = arr.astype(DTYPES[kind], copy=False).tobytes()
-        header[name] = {"dtype": kind, "shape": list(arr.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    # Pad with spaces so the data section starts 8-byte aligned (allowed by the format).
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for data in blobs:
-            f.write(data)
-
-
-def read_safetensors(path):
-    """Independent numpy reader; checks the layout while parsing. Returns (tensors, metadata)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    assert len(raw) >= 8, path
-    (n,) = struct.unpack("<Q", raw[:8])
-    assert n % 8 == 0, f"{path}: header length {n} not a multiple of 8"
-    assert 8 + n <= len(raw), f"{path}: header runs past end of file"
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    data = raw[8 + n:]
-    metadata = header.pop("__metadata__", {})
-    assert all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
-    tensors = {}
-    expected_begin = 0
-    # json.loads keeps key order, which is the write order; offsets must tile the data section.
-    for name, info in header.items():
-        assert set(info) == {"dtype", "shape", "data_offsets"}, (path, name, info)
-        dt = DTYPES[info["dtype"]]
-        shape = tuple(info["shape"])
-        begin, end = info["data_offsets"]
-        assert begin == expected_begin, f"{path}:{name}: gap or overlap at {begin}"
-        assert end - begin == dt.itemsize * math.prod(shape), f"{path}:{name}: size mismatch"
-        tensors[name] = np.frombuffer(data[begin:end], dtype=dt).reshape(shape)
-        expected_begin = end
-    assert expected_begin == len(data), f"{path}: {len(data) - expected_begin} trailing bytes"
-    return tensors, metadata
-
-
-# ---------------------------------------------------------------------------
-# helpers
-
-
-def np32(t):
-    return t.detach().cpu().to(torch.float32).numpy().copy()
-
-
-def np64(t):
-    return t.detach().cpu().to(torch.float64).numpy().copy()
-
-
-def npi64(t):
-    return t.detach().cpu().to(torch.int64).numpy().copy()
-
-
-class Case:
-    """Collects one case's tensors under '<prefix>.<name>' and its metadata."""
-
-    def __init__(self, tensors, metadata, prefix):
-        self.tensors, self.metadata, self.prefix = tensors, metadata, prefix
-
-    def put(self, name, t, kind="F32"):
-        key = f"{self.prefix}.{name}"
-        assert key not in self.tensors, key
-        self.tensors[key] = {"F32": np32, "F64": np64, "I64": npi64}[kind](t)
-
-    def meta(self, name, value):
-        self.metadata[f"{self.prefix}.{name}"] = str(value)
-
-
-def error_message(fn):
-    """Runs fn, which must raise; returns (exception type name, message verbatim)."""
-    try:
-        fn()
-    except Exception as e:  # torch raises RuntimeError or ValueError depending on the check
-        return type(e).__name__, str(e)
-    raise AssertionError("expected an exception")
-
+from golden_io import (GOLDEN_DIR, MAX_FILE_BYTES, MAX_TOTAL_BYTES, Case, error_message, np32, np64, npi64,
+                       read_safetensors, write_safetensors)
 
 # ---------------------------------------------------------------------------
 # 1. layer_norm.safetensors
@@ -365,6 +259,14 @@ OPTIM_CASES = [
     ("adamw", torch.optim.AdamW, dict(lr=0.01)),
     ("adamw_wd", torch.optim.AdamW, dict(lr=0.01, weight_decay=0.05)),
 ]
+# Cases where p1 has a gradient only in some steps (its .grad is None in the others): torch counts
+# each parameter's steps for Adam's bias corrections, so p1's first update uses step 1, not 2.
+OPTIM_SPARSE_CASES = [
+    ("adam_sparse", torch.optim.Adam, dict(lr=0.1)),
+    ("adamw_sparse", torch.optim.AdamW, dict(lr=0.1, weight_decay=0.05)),
+    ("sgd_momentum_sparse", torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
+]
+OPTIM_SPARSE_P1_STEPS = (1, 2)
 OPTIM_STEPS = 5
 # The hyper-parameters that define the update; torch's implementation switches
 # (foreach, capturable, differentiable, fused) are left out.
@@ -386,7 +288,8 @@ def make_optim():
     c.put("c", cvec)
     c.meta("loss", "sum((p0 @ A - B)^2) + sum(sin(p1) * c)")
 
-    for name, cls, kwargs in OPTIM_CASES:
+    for name, cls, kwargs in OPTIM_CASES + OPTIM_SPARSE_CASES:
+        sparse = name.endswith("_sparse")
         torch.manual_seed(31)  # nothing random below; seeded anyway so a change stays reproducible
         c = Case(tensors, metadata, name)
         p0 = p0_init.clone().requires_grad_()
@@ -400,12 +303,15 @@ def make_optim():
         c.put("init.p0", p0)
         c.put("init.p1", p1)
         for k in range(OPTIM_STEPS):
-            opt.zero_grad()
-            loss = ((p0 @ A - B) ** 2).sum() + (torch.sin(p1) * cvec).sum()
+            opt.zero_grad(set_to_none=sparse)
+            loss = ((p0 @ A - B) ** 2).sum()
+            if not sparse or k in OPTIM_SPARSE_P1_STEPS:
+                loss = loss + (torch.sin(p1) * cvec).sum()
             loss.backward()
             # Raw autograd gradients; torch applies weight decay inside step() without touching .grad.
             c.put(f"grad{k}.p0", p0.grad)
-            c.put(f"grad{k}.p1", p1.grad)
+            if p1.grad is not None:
+                c.put(f"grad{k}.p1", p1.grad)
             opt.step()
             c.put(f"after{k}.p0", p0)
             c.put(f"after{k}.p1", p1)
@@ -626,6 +532,11 @@ FILES = [
     ("batch_norm.safetensors", make_batch_norm),
     ("rms_norm.safetensors", make_rms_norm),
 ]
+# Each gen_<family>.py here adds its own files (a module-level FILES list of (file name, maker)),
+# so op families grow their goldens without editing this list.
+sys.path.insert(0, GOLDEN_DIR)
+for _path in sorted(glob.glob(os.path.join(GOLDEN_DIR, "gen_*.py"))):
+    FILES += importlib.import_module(os.path.basename(_path)[:-3]).FILES
 
 
 def common_metadata():

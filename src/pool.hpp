@@ -1,4 +1,4 @@
-// The small-object pool behind tensors' and nodes' bookkeeping: freed blocks are kept in
+// Internal: the small-object pool behind tensors' and nodes' bookkeeping: freed blocks are kept in
 // per-size free lists and reused, so a training step allocates nothing once warmed up.
 #pragma once
 

@@ -1,0 +1,69 @@
+// Naive references of normnet's optimised kernels, written op by op as PyTorch computes them;
+// the tests compare each optimised kernel with its reference (bit for bit where PyTorch's
+// kernels round the same way).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "optim/kernel_support.hpp"
+#include "optim/kernels.hpp"
+
+namespace normnet::detail {
+
+// The same product as gemm() with three plain loops (double accumulation).
+inline void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                       int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+    for (int64_t i = 0; i < M; ++i) {
+        for (int64_t j = 0; j < N; ++j) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; ++k) {
+                const float a = trans_a ? A[k * lda + i] : A[i * lda + k];
+                const float b = trans_b ? B[j * ldb + k] : B[k * ldb + j];
+                acc += static_cast<double>(a) * b;
+            }
+            float& c = C[i * ldc + j];
+            c = static_cast<float>(alpha * acc + (beta == 0.0f ? 0.0 : static_cast<double>(beta) * c));
+        }
+    }
+}
+
+// The same update written op by op as torch.optim.SGD's _single_tensor_sgd, for the tests.
+// param: [n] updated, buf: [n], grad: [n]
+inline void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s) {
+    for (int64_t i = 0; i < n; ++i) {
+        float d = grad[i];
+        if (s.weight_decay != 0.0f) d = madd(s.weight_decay, param[i], d);  // d_p = d_p.add(param, alpha=wd)
+        if (s.momentum != 0.0f) {
+            if (s.first) {
+                buf[i] = d;  // buf = torch.clone(d_p)
+            } else {
+                buf[i] = buf[i] * s.momentum;                      // buf.mul_(momentum)
+                buf[i] = madd(s.one_minus_dampening, d, buf[i]);  // .add_(d_p, alpha=1 - dampening)
+            }
+            d = s.nesterov ? madd(s.momentum, buf[i], d) : buf[i];  // d_p.add(buf, alpha=momentum)
+        }
+        param[i] = madd(s.neg_lr, d, param[i]);  // param.add_(d_p, alpha=-lr)
+    }
+}
+
+// The same update written op by op as torch.optim's _single_tensor_adam / _single_tensor_adamw,
+// for the tests. param: [n] updated, exp_avg: [n] updated, exp_avg_sq: [n] updated, grad: [n]
+inline void adam_update_reference(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                           const AdamScalars& s) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (s.decay != 1.0f) param[i] = param[i] * s.decay;  // param.mul_(1 - lr * weight_decay)
+        float g = grad[i];
+        if (s.weight_decay != 0.0f) g = madd(s.weight_decay, param[i], g);  // grad.add(param, alpha=wd)
+        exp_avg[i] = exp_avg[i] * s.beta1;                                   // exp_avg.mul_(beta1)
+        exp_avg[i] = madd(s.one_minus_beta1, g, exp_avg[i]);                 // .add_(grad, alpha=1 - beta1)
+        exp_avg_sq[i] = exp_avg_sq[i] * s.beta2;                             // exp_avg_sq.mul_(beta2)
+        exp_avg_sq[i] = madd(s.one_minus_beta2 * g, g, exp_avg_sq[i]);       // .addcmul_(grad, grad, value=1 - beta2)
+        float denom = std::sqrt(exp_avg_sq[i]);                              // exp_avg_sq.sqrt()
+        denom = denom / s.bias_correction2_sqrt;                             // / bias_correction2_sqrt
+        denom = denom + s.eps;                                               // .add_(eps)
+        param[i] = param[i] + s.neg_step_size * exp_avg[i] / denom;          // param.addcdiv_(exp_avg, denom, value=-step_size)
+    }
+}
+
+}  // namespace normnet::detail
