@@ -7,6 +7,7 @@
                 BatchNorm models), a file with F16, BF16, F64, I64 and empty tensors
   resume/       the metadata of those checkpoints in fuzz_resume.cpp's layout (values joined by
                 NUL bytes, in its kKeys order)
+  text/         the first records of a few of Debian's fortune files (/usr/share/games/fortunes)
 
 Usage: tests/fuzz/make_seeds.py --normnet build/apps/normnet/normnet --out DIR
 Runs with Python's standard library alone; a dataset that is missing is left out.
@@ -22,6 +23,7 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATASETS = [os.path.join(REPO, "data", "mnist"), "/usr/share/datasets/fashion-mnist"]
+FORTUNES = "/usr/share/games/fortunes"
 IMAGES = 12  # per seed file: small, so that the fuzzer's mutations reach the header often
 
 
@@ -116,6 +118,18 @@ def main():
                   resume_seed(metadata_of(os.path.join(run, "model.safetensors")),
                               metadata_of(os.path.join(run, "training_state.safetensors"))))
             made += 3
+
+    # Fortune files cut after a few records (one of them with non-ASCII text, where there is one).
+    if os.path.isdir(FORTUNES):
+        names = sorted(n for n in os.listdir(FORTUNES) if "." not in n and os.path.isfile(os.path.join(FORTUNES, n)))
+        for name in names[:6]:
+            with open(os.path.join(FORTUNES, name), "rb") as f:
+                text = f.read(1 << 16)
+            records = text.split(b"\n%\n")
+            write(os.path.join(a.out, "text"), name, b"\n%\n".join(records[:4]) + b"\n%\n")
+            made += 1
+    write(os.path.join(a.out, "text"), "utf8", "naïve café, 漢字, emoji 🙂\n%\nline two\n".encode())
+    made += 1
 
     # Every dtype the reader converts, an empty tensor, and a 0-dim one, under the fuzz model's names.
     write(os.path.join(a.out, "safetensors"), "dtypes.safetensors", safetensors([
