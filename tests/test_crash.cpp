@@ -371,3 +371,44 @@ TEST_CASE("crash: a NaN loss stops the run naming where, keeps the last checkpoi
                               Contains("the checkpoint of epoch 1 in " + run.string() + " is kept"));
     }
 }
+
+TEST_CASE("crash: each state a commit can be interrupted in resumes, the incomplete newer checkpoint noted",
+          "[crash][commit]") {
+    TempDir dir;
+    const std::string data = (dir.path / "data").string();
+    write_synthetic_mnist(data, 256, 64);
+    const fs::path reference = dir.path / "reference", run = dir.path / "run";
+    // A constant schedule, so that 1 epoch resumed to 3 is the 3-epoch run.
+    const std::vector<std::string> options{"--data", data, "--hidden", "16", "--batch-size", "32", "--threads", "1",
+                                           "--schedule", "constant", "--quiet"};
+    REQUIRE(run_normnet(with({"train", "--out", reference.string(), "--epochs", "3"}, options), dir.work()).status == 0);
+    REQUIRE(run_normnet(with({"train", "--out", run.string(), "--epochs", "1"}, options), dir.work()).status == 0);
+    const auto resume = [&] { return run_normnet(with({"train", "--resume", run.string(), "--epochs", "3"}, options), dir.work()); };
+    SECTION("killed between the model's rename and the state's: the state is still the .next file") {
+        fs::rename(run / "training_state.safetensors", run / "training_state.next.safetensors");
+        const RunResult r = resume();
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.err.empty());
+        require_same_run(run, reference);
+    }
+    SECTION("killed between a new state and its model: the orphaned .next is ignored, saying so") {
+        fs::copy_file(reference / "training_state.safetensors", run / "training_state.next.safetensors");
+        const RunResult r = resume();
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        CHECK_THAT(r.err, StartsWith("normnet: note: ignoring ") && Contains("training_state.next.safetensors") &&
+                              Contains("never written"));
+        CHECK(lines_of(r.err).size() == 1);
+        require_same_run(run, reference);
+    }
+    SECTION("a training state of another checkpoint is refused, naming it") {
+        fs::copy_file(reference / "training_state.safetensors", run / "training_state.safetensors",
+                      fs::copy_options::overwrite_existing);
+        const auto before = snapshot(run);
+        const RunResult r = resume();
+        CHECK(r.status == 1);
+        CHECK_THAT(r.err, Contains("no training state beside it matches it") && Contains("belongs to another checkpoint"));
+        CHECK(snapshot(run) == before);
+    }
+}
