@@ -317,6 +317,30 @@ TEST_CASE("data loader: bad options throw normnet::Error saying what is wrong", 
     CHECK_THROWS_AS(loader.fill(-1, batch), Error);
 }
 
+TEST_CASE("data loader: a batch the caller still holds is never overwritten by the next one", "[data]") {
+    const auto data = synthetic(40);
+    DataLoader loader(data, DataLoaderOptions{.batch_size = 8, .shuffle = true, .seed = 3});
+    normnet::Tensor kept;
+    std::vector<float> kept_values;
+    int64_t index = 0;
+    for (const Batch& batch : loader) {
+        if (index++ == 0) {
+            kept = batch.inputs;  // a handle to the first batch, as a caller saving it would hold
+            kept_values = kept.to_vector();
+        }
+    }
+    REQUIRE(index == 5);
+    CHECK(kept.to_vector() == kept_values);
+    // Without such a handle the buffer is reused (what keeps a training loop allocation-free).
+    const float* first = nullptr;
+    bool reused = true;
+    for (const Batch& batch : loader) {
+        if (first == nullptr) first = batch.inputs.data();
+        reused = reused && batch.inputs.data() == first;
+    }
+    CHECK(reused);
+}
+
 TEST_CASE("data loader: a batch size near INT64_MAX gives one batch, without overflow", "[data]") {
     const auto data = synthetic(10);
     const int64_t huge = std::numeric_limits<int64_t>::max();

@@ -457,6 +457,19 @@ TEST_CASE("optim: load_state_dict takes lr and step from the state", "[optim]") 
     CHECK(b.lr() == 0.5);
 }
 
+TEST_CASE("optim: load_state_dict keeps the exact lr when the stored float32 is its rounding", "[optim]") {
+    // state_dict stores the lr as float32; 0.002 is not a float, and reading the float back
+    // would change every later update by an ulp (a resumed run would drift from a straight one).
+    Tensor p = zeros({3}).requires_grad_();
+    Adam a({p}, {.lr = 0.002});
+    a.load_state_dict(a.state_dict());
+    CHECK(a.lr() == 0.002);
+    // A state with another lr does set it.
+    Adam b({zeros({3}).requires_grad_()}, {.lr = 0.002});
+    b.load_state_dict(Adam({zeros({3}).requires_grad_()}, {.lr = 0.5}).state_dict());
+    CHECK(b.lr() == 0.5);
+}
+
 TEST_CASE("optim: load_state_dict rejects bad entries, naming the key, and changes nothing", "[optim]") {
     const NamedTensors named = make_named_params(5);
     Adam opt(named, {.lr = 0.01});

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
+#include "parallel.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -118,4 +120,27 @@ TEST_CASE("threads: Adam's update is bit-identical for any thread count", "[thre
         results.push_back(w.detach().clone());
     }
     for (size_t t = 1; t < results.size(); ++t) CHECK(bit_equal(results[t], results[0]));
+}
+
+TEST_CASE("threads: parallel_for_chunks splits at multiples of its alignment", "[threads]") {
+    ThreadsGuard threads_guard;
+    set_num_threads(3);
+    std::mutex mutex;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    detail::parallel_for_chunks(
+        1000, 1,
+        [&](int, int64_t begin, int64_t end) {
+            const std::lock_guard lock(mutex);
+            ranges.emplace_back(begin, end);
+        },
+        64);
+    std::sort(ranges.begin(), ranges.end());
+    REQUIRE(ranges.size() == 3);
+    int64_t covered = 0;
+    for (const auto& [begin, end] : ranges) {
+        CHECK(begin == covered);  // contiguous, in order
+        CHECK(begin % 64 == 0);
+        covered = end;
+    }
+    CHECK(covered == 1000);
 }

@@ -118,8 +118,8 @@ void run_bench(BenchArgs& a) {
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
         norms = parse_norm_list(a.norms);
-        check(a.repeats > 0, "--epochs: must be positive, got ", a.repeats);
-        check(a.warmup >= 0, "--warmup-epochs: must be >= 0, got ", a.warmup);
+        NORMNET_CHECK(a.repeats > 0, "--epochs: must be positive, got ", a.repeats);
+        NORMNET_CHECK(a.warmup >= 0, "--warmup-epochs: must be >= 0, got ", a.warmup);
         a.base.validate();
     });
     a.base.threads = a.base.resolved_threads();

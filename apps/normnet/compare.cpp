@@ -393,10 +393,10 @@ void run_compare(CompareArgs& a) {
         norms = parse_norm_list(a.norms);
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
-        check(a.seeds > 0 && a.seeds <= 1000, "--seeds: must be in [1, 1000], got ", a.seeds);
-        check(a.lr_scaling == "none" || a.lr_scaling == "linear" || a.lr_scaling == "sqrt", "--lr-scaling: unknown '",
+        NORMNET_CHECK(a.seeds > 0 && a.seeds <= 1000, "--seeds: must be in [1, 1000], got ", a.seeds);
+        NORMNET_CHECK(a.lr_scaling == "none" || a.lr_scaling == "linear" || a.lr_scaling == "sqrt", "--lr-scaling: unknown '",
               a.lr_scaling, "' (expected none, linear or sqrt)");
-        check(a.discrepancy_images > 0, "--discrepancy-images: must be positive, got ", a.discrepancy_images);
+        NORMNET_CHECK(a.discrepancy_images > 0, "--discrepancy-images: must be positive, got ", a.discrepancy_images);
         a.base.validate();
         for (const auto& norm : norms) {
             for (int64_t batch : batches) run_config(a, norm, batch, 0).validate();  // e.g. BatchNorm at batch 1
@@ -474,7 +474,7 @@ void run_compare(CompareArgs& a) {
                 format_duration(total).c_str());
     int64_t failures = 0;
     for (const auto& r : runs) failures += r.consistent() ? 0 : 1;
-    check(failures == 0, failures, " run(s) gave a different eval-mode test accuracy one sample at a time than in full "
+    NORMNET_CHECK(failures == 0, failures, " run(s) gave a different eval-mode test accuracy one sample at a time than in full "
           "batches (see ", dir, "/report.md)");
 }
 

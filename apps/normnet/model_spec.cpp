@@ -24,14 +24,14 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where
         const auto j = nlohmann::json::parse(text);
         // Sizes must be JSON integers: get<int64_t>() of 1e300 would be undefined behaviour.
         const auto size = [&](const nlohmann::json& v) {
-            check(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() > 0) &&
+            NORMNET_CHECK(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() > 0) &&
                       v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWidth),
                   "layer size ", v.dump(), " is not an integer in [1, ", kMaxWidth, "]");
             return v.get<int64_t>();
         };
         s.inputs = size(j.at("inputs"));
         s.hidden.clear();
-        check(j.at("hidden").is_array(), "hidden is not a list");
+        NORMNET_CHECK(j.at("hidden").is_array(), "hidden is not a list");
         for (const auto& h : j.at("hidden")) s.hidden.push_back(size(h));
         s.classes = size(j.at("classes"));
         s.norm = j.at("norm").get<std::string>();
@@ -44,12 +44,12 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where
 
 void ModelSpec::validate(const std::string& where) const {
     const auto in_range = [](int64_t v) { return v >= 1 && v <= kMaxWidth; };
-    check(in_range(inputs) && in_range(classes) && std::all_of(hidden.begin(), hidden.end(), in_range), where,
+    NORMNET_CHECK(in_range(inputs) && in_range(classes) && std::all_of(hidden.begin(), hidden.end(), in_range), where,
           ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
-    check(std::find(kNorms.begin(), kNorms.end(), norm) != kNorms.end(), where, ": unknown normalisation '", norm,
+    NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), norm) != kNorms.end(), where, ": unknown normalisation '", norm,
           "' (expected layer, batch, rms or none)");
     const double params = linear_parameters();
-    check(params <= kMaxParameters, where, ": the model ", str(), " would have ", count_text(params),
+    NORMNET_CHECK(params <= kMaxParameters, where, ": the model ", str(), " would have ", count_text(params),
           " parameters, more than the ", count_text(kMaxParameters), " normnet builds");
 }
 
@@ -100,9 +100,9 @@ std::vector<int64_t> parse_size_list(const std::string& text, const std::string&
         } catch (const std::exception&) {
             used = 0;
         }
-        check(!item.empty() && item[0] != '+' && used == item.size() && v > 0, option, ": '", text,
+        NORMNET_CHECK(!item.empty() && item[0] != '+' && used == item.size() && v > 0, option, ": '", text,
               "' is not a comma-separated list of positive integers (e.g. 300,100)");
-        check(v <= kMaxWidth, option, ": ", item, " is too large (at most ", kMaxWidth, ")");
+        NORMNET_CHECK(v <= kMaxWidth, option, ": ", item, " is too large (at most ", kMaxWidth, ")");
         out.push_back(v);
     }
     return out;
@@ -111,16 +111,16 @@ std::vector<int64_t> parse_size_list(const std::string& text, const std::string&
 std::vector<std::string> parse_norm_list(const std::string& text) {
     std::vector<std::string> out;
     for (const std::string& item : list_items(text)) {
-        check(std::find(kNorms.begin(), kNorms.end(), item) != kNorms.end(), "--norms: unknown normalisation '", item,
+        NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), item) != kNorms.end(), "--norms: unknown normalisation '", item,
               "' in '", text, "' (expected any of layer,batch,rms,none)");
-        check(std::find(out.begin(), out.end(), item) == out.end(), "--norms: '", item, "' is listed twice");
+        NORMNET_CHECK(std::find(out.begin(), out.end(), item) == out.end(), "--norms: '", item, "' is listed twice");
         out.push_back(item);
     }
     return out;
 }
 
 std::shared_ptr<Sequential> build_model(const ModelSpec& spec) {
-    check(std::find(kNorms.begin(), kNorms.end(), spec.norm) != kNorms.end(), "unknown normalisation '", spec.norm,
+    NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), spec.norm) != kNorms.end(), "unknown normalisation '", spec.norm,
           "' (expected layer, batch, rms or none)");
     auto model = std::make_shared<Sequential>();
     int64_t width = spec.inputs;

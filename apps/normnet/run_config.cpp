@@ -48,17 +48,17 @@ void read_field(const nlohmann::json& j, const char* key, T& field) {
     if (!j.contains(key)) return;
     const nlohmann::json& v = j.at(key);
     if constexpr (std::is_same_v<T, std::string>) {
-        check(v.is_string(), "\"", key, "\" is not a string: ", v.dump());
+        NORMNET_CHECK(v.is_string(), "\"", key, "\" is not a string: ", v.dump());
         field = v.get<std::string>();
     } else if constexpr (std::is_floating_point_v<T>) {
-        check(v.is_number(), "\"", key, "\" is not a number: ", v.dump());
+        NORMNET_CHECK(v.is_number(), "\"", key, "\" is not a number: ", v.dump());
         field = v.get<T>();
     } else {
         // Integers: within T's range, compared without converting first.
         const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<uint64_t>())
                           : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
                                                   : false;
-        check(fits, "\"", key, "\" is not an integer in [", std::numeric_limits<T>::min(), ", ",
+        NORMNET_CHECK(fits, "\"", key, "\" is not an integer in [", std::numeric_limits<T>::min(), ", ",
               std::numeric_limits<T>::max(), "]: ", v.dump());
         field = v.get<T>();
     }
@@ -70,7 +70,7 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
     RunConfig c;
     try {
         const auto j = nlohmann::json::parse(text);
-        check(j.is_object(), "not a JSON object");
+        NORMNET_CHECK(j.is_object(), "not a JSON object");
         read_field(j, "dataset", c.dataset);
         read_field(j, "data_dir", c.data_dir);
         if (j.contains("model")) c.model = ModelSpec::from_json(j.at("model").dump(), where);
@@ -97,30 +97,30 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
 }
 
 void RunConfig::validate() const {
-    check(dataset == "mnist" || dataset == "fashion-mnist", "--dataset: unknown dataset '", dataset,
+    NORMNET_CHECK(dataset == "mnist" || dataset == "fashion-mnist", "--dataset: unknown dataset '", dataset,
           "' (expected mnist or fashion-mnist)");
-    check(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
-    check(batch_size > 0 && batch_size <= kMaxBatchSize, "--batch-size: must be in [1, ", kMaxBatchSize, "], got ",
+    NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
+    NORMNET_CHECK(batch_size > 0 && batch_size <= kMaxBatchSize, "--batch-size: must be in [1, ", kMaxBatchSize, "], got ",
           batch_size);
-    check(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw", "--optimizer: unknown optimizer '",
+    NORMNET_CHECK(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw", "--optimizer: unknown optimizer '",
           optimizer, "' (expected sgd, adam or adamw)");
     // Non-finite values are rejected here, naming the option, before an optimizer sees them.
-    check(std::isfinite(lr) && lr > 0, "--lr: must be a positive finite number, got ", lr);
-    check(std::isfinite(momentum) && momentum >= 0, "--momentum: must be a finite number >= 0, got ", momentum);
-    check(std::isfinite(weight_decay) && weight_decay >= 0, "--weight-decay: must be a finite number >= 0, got ",
+    NORMNET_CHECK(std::isfinite(lr) && lr > 0, "--lr: must be a positive finite number, got ", lr);
+    NORMNET_CHECK(std::isfinite(momentum) && momentum >= 0, "--momentum: must be a finite number >= 0, got ", momentum);
+    NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, "--weight-decay: must be a finite number >= 0, got ",
           weight_decay);
-    check(schedule == "constant" || schedule == "step" || schedule == "cosine", "--schedule: unknown schedule '",
+    NORMNET_CHECK(schedule == "constant" || schedule == "step" || schedule == "cosine", "--schedule: unknown schedule '",
           schedule, "' (expected constant, step or cosine)");
-    check(warmup >= 0 && warmup <= kMaxEpochs * kMaxBatchSize, "--warmup: must be >= 0, got ", warmup);
-    check(std::isfinite(step_gamma) && step_gamma > 0, "step_gamma: must be a positive finite number, got ", step_gamma);
-    check(step_epochs > 0 && step_epochs <= kMaxEpochs, "step_epochs: must be in [1, ", kMaxEpochs, "], got ", step_epochs);
-    check(std::isfinite(clip) && clip >= 0, "--clip: must be a finite number >= 0 (0 turns clipping off), got ", clip);
-    check(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing: must be in [0, 1), got ", label_smoothing);
-    check(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
-    check(limit >= 0, "--limit: must be >= 0 (0: all images), got ", limit);
-    check(on_nan == "stop" || on_nan == "skip", "--on-nan: unknown '", on_nan, "' (expected stop or skip)");
+    NORMNET_CHECK(warmup >= 0 && warmup <= kMaxEpochs * kMaxBatchSize, "--warmup: must be >= 0, got ", warmup);
+    NORMNET_CHECK(std::isfinite(step_gamma) && step_gamma > 0, "step_gamma: must be a positive finite number, got ", step_gamma);
+    NORMNET_CHECK(step_epochs > 0 && step_epochs <= kMaxEpochs, "step_epochs: must be in [1, ", kMaxEpochs, "], got ", step_epochs);
+    NORMNET_CHECK(std::isfinite(clip) && clip >= 0, "--clip: must be a finite number >= 0 (0 turns clipping off), got ", clip);
+    NORMNET_CHECK(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing: must be in [0, 1), got ", label_smoothing);
+    NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
+    NORMNET_CHECK(limit >= 0, "--limit: must be >= 0 (0: all images), got ", limit);
+    NORMNET_CHECK(on_nan == "stop" || on_nan == "skip", "--on-nan: unknown '", on_nan, "' (expected stop or skip)");
     model.validate("--hidden");
-    check(model.norm != "batch" || batch_size >= 2, "--batch-size ", batch_size,
+    NORMNET_CHECK(model.norm != "batch" || batch_size >= 2, "--batch-size ", batch_size,
           ": BatchNorm needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");
 }
 
@@ -154,7 +154,7 @@ std::string data_hint(const RunConfig& config, const std::string& dir) {
 
 std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split) {
     const std::string dir = config.resolved_data_dir();
-    check(std::filesystem::is_directory(dir), "--data: no dataset folder ", dir, " (", data_hint(config, dir), ")");
+    NORMNET_CHECK(std::filesystem::is_directory(dir), "--data: no dataset folder ", dir, " (", data_hint(config, dir), ")");
     std::shared_ptr<Dataset> data;
     try {
         data = std::make_shared<Dataset>(load_mnist_split(dir, split));
@@ -164,7 +164,7 @@ std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::st
         fail(what, " (", data_hint(config, dir), ")");
     }
     if (config.limit > 0 && config.limit < data->size()) *data = take(*data, config.limit);
-    check(data->features() == config.model.inputs, dir, ": images have ", data->features(),
+    NORMNET_CHECK(data->features() == config.model.inputs, dir, ": images have ", data->features(),
           " pixels but the model takes ", config.model.inputs, " inputs");
     return data;
 }
@@ -179,7 +179,7 @@ std::unique_ptr<Optimizer> make_optimizer(const RunConfig& c, const NamedTensors
 
 LRSchedulerOptions schedule_options(const RunConfig& c, int64_t batches_per_epoch) {
     // Both factors are bounded (kMaxEpochs, and batches <= dataset size), so no product overflows.
-    check(batches_per_epoch >= 1 && batches_per_epoch <= (int64_t{1} << 40), "schedule_options: ", batches_per_epoch,
+    NORMNET_CHECK(batches_per_epoch >= 1 && batches_per_epoch <= (int64_t{1} << 40), "schedule_options: ", batches_per_epoch,
           " batches per epoch");
     LRSchedulerOptions o;
     o.schedule = c.schedule == "cosine" ? Schedule::cosine : c.schedule == "step" ? Schedule::step : Schedule::constant;

@@ -59,7 +59,7 @@ void commit_checkpoint(const std::string& dir, CheckpointContents contents) {
     save_safetensors(next, contents.state, contents.state_metadata);
     // The checksum of what is on the disk, read back: the pair is verified, not assumed.
     const std::string checksum = file_checksum(next);
-    check(!checksum.empty(), "cannot read back ", next);
+    NORMNET_CHECK(!checksum.empty(), "cannot read back ", next);
     contents.model_metadata[kStateChecksum] = checksum;
     try {
         save_safetensors(in_folder(dir, kModelFile), contents.model, contents.model_metadata);
@@ -70,7 +70,7 @@ void commit_checkpoint(const std::string& dir, CheckpointContents contents) {
     }
     std::error_code ec;
     fs::rename(next, in_folder(dir, kStateFile), ec);
-    check(!ec, "cannot write ", in_folder(dir, kStateFile), ": ", ec.message());
+    NORMNET_CHECK(!ec, "cannot write ", in_folder(dir, kStateFile), ": ", ec.message());
 }
 
 std::string model_file_of(const std::string& path) {
@@ -88,9 +88,9 @@ LoadedCheckpoint read_checkpoint(const std::string& model_path) {
     const bool have_next = fs::exists(next, ec);
     if (wanted.empty()) {
         // Written before checkpoints carried a checksum: the state of the same epoch belongs to it.
-        check(fs::exists(state, ec), "--resume ", model_path, ": its training state ", state, " is missing");
+        NORMNET_CHECK(fs::exists(state, ec), "--resume ", model_path, ": its training state ", state, " is missing");
         c.state = load_safetensors(state);
-        check(metadata_value(c.state, "normnet.epoch") == metadata_value(c.model, "normnet.epoch"), state,
+        NORMNET_CHECK(metadata_value(c.state, "normnet.epoch") == metadata_value(c.model, "normnet.epoch"), state,
               ": training state is from another epoch than ", model_path);
         c.state_path = state;
         return c;
@@ -114,7 +114,7 @@ void settle_checkpoint_folder(const LoadedCheckpoint& checkpoint) {
     std::error_code ec;
     if (checkpoint.state_path == next) {
         fs::rename(next, state, ec);  // step 3 of the commit the crash interrupted
-        check(!ec, "cannot rename ", next, " to ", state, ": ", ec.message());
+        NORMNET_CHECK(!ec, "cannot rename ", next, " to ", state, ": ", ec.message());
     } else if (checkpoint.state_path == state) {
         fs::remove(next, ec);  // written by a commit that never reached its model
     }
@@ -125,10 +125,10 @@ void prepare_output_folder(const std::string& dir, const std::string& option, co
                            const std::vector<std::string>& outputs, bool overwrite, bool continuing,
                            const std::string& alternative) {
     std::error_code ec;
-    check(!fs::exists(dir, ec) || fs::is_directory(dir, ec), option, " ", dir,
+    NORMNET_CHECK(!fs::exists(dir, ec) || fs::is_directory(dir, ec), option, " ", dir,
           ": cannot create the output folder (a file of that name exists)");
     fs::create_directories(dir, ec);
-    check(!ec && fs::is_directory(dir), option, " ", dir, ": cannot create the output folder",
+    NORMNET_CHECK(!ec && fs::is_directory(dir), option, " ", dir, ": cannot create the output folder",
           ec ? ": " + ec.message() : std::string());
     remove_stale_temporaries(dir);
     if (continuing) return;
@@ -136,12 +136,12 @@ void prepare_output_folder(const std::string& dir, const std::string& option, co
     for (const std::string& name : results) {
         if (fs::exists(fs::path(dir) / name, ec)) found += (found.empty() ? "" : ", ") + name;
     }
-    check(found.empty() || overwrite, option, " ", dir, " already holds the outputs of an earlier run (", found,
+    NORMNET_CHECK(found.empty() || overwrite, option, " ", dir, " already holds the outputs of an earlier run (", found,
           "): pass --overwrite to replace them", alternative.empty() ? "" : ", " + alternative, ", or choose another folder");
     // Overwritten outputs, or the leftovers of a run that never got as far as a result.
     for (const std::string& name : outputs) {
         fs::remove(fs::path(dir) / name, ec);
-        check(!ec, option, " ", dir, ": cannot remove ", name, ": ", ec.message());
+        NORMNET_CHECK(!ec, option, " ", dir, ": cannot remove ", name, ": ", ec.message());
     }
 }
 

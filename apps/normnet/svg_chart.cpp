@@ -94,9 +94,9 @@ std::vector<std::vector<Point>> runs_of(const Series& s, bool log_x) {
 }
 
 void check_series(const Series& s) {
-    check(s.x.size() == s.y.size(), "chart series '", s.label, "': x has ", s.x.size(),
+    NORMNET_CHECK(s.x.size() == s.y.size(), "chart series '", s.label, "': x has ", s.x.size(),
           " values but y has ", s.y.size());
-    check(s.y_err.empty() || s.y_err.size() == s.y.size(), "chart series '", s.label, "': y_err has ",
+    NORMNET_CHECK(s.y_err.empty() || s.y_err.size() == s.y.size(), "chart series '", s.label, "': y_err has ",
           s.y_err.size(), " values but y has ", s.y.size(), " (give none or one per point)");
 }
 
@@ -388,11 +388,11 @@ void draw_legend(Svg& svg, const std::vector<Series>& series, double left, doubl
 }  // namespace
 
 std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions& options) {
-    check(options.width >= 240 && options.height >= 160, "chart size ", options.width, "x",
+    NORMNET_CHECK(options.width >= 240 && options.height >= 160, "chart size ", options.width, "x",
           options.height, " is too small (need at least 240x160)");
-    check(!options.y_min || std::isfinite(*options.y_min), "chart y_min must be finite");
-    check(!options.y_max || std::isfinite(*options.y_max), "chart y_max must be finite");
-    check(!options.y_min || !options.y_max || *options.y_min < *options.y_max, "chart y_min (",
+    NORMNET_CHECK(!options.y_min || std::isfinite(*options.y_min), "chart y_min must be finite");
+    NORMNET_CHECK(!options.y_max || std::isfinite(*options.y_max), "chart y_max must be finite");
+    NORMNET_CHECK(!options.y_min || !options.y_max || *options.y_min < *options.y_max, "chart y_min (",
           options.y_min.value_or(0), ") must be below y_max (", options.y_max.value_or(0), ")");
 
     std::vector<std::vector<std::vector<Point>>> runs;

@@ -115,7 +115,7 @@ std::string position(const Trainer& t) {
 void run_train(TrainArgs& args, const CLI::App& cmd) {
     RunConfig config = args.config;
     as_usage_error([&] {
-        check(args.resume.empty() || args.init_from.empty(), "--resume and --init-from: give one or the other (--resume "
+        NORMNET_CHECK(args.resume.empty() || args.init_from.empty(), "--resume and --init-from: give one or the other (--resume "
               "continues a run, --init-from starts a new one from a model's weights)");
         config.model.hidden = parse_size_list(args.hidden, "--hidden");
         config.validate();
@@ -149,7 +149,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
         const ResumePoint resumed = trainer.resume(checkpoint);
-        check(trainer.epochs_done() < config.epochs, "--resume ", checkpoint.model.path,
+        NORMNET_CHECK(trainer.epochs_done() < config.epochs, "--resume ", checkpoint.model.path,
               ": the checkpoint has already trained ", trainer.epochs_done(), " of ", config.epochs,
               " epochs (pass --epochs N to train more)");
         complete_history(trainer.history(), resumed.has_history, trainer.epochs_done(),

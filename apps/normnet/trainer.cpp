@@ -34,7 +34,7 @@ std::string rng_state_text() {
 
 std::string metadata_or_fail(const SafetensorsData& data, const std::string& key) {
     const auto it = data.metadata.find(key);
-    check(it != data.metadata.end(), data.path, ": not a normnet checkpoint (no '", key, "' in its metadata)");
+    NORMNET_CHECK(it != data.metadata.end(), data.path, ": not a normnet checkpoint (no '", key, "' in its metadata)");
     return it->second;
 }
 
@@ -46,7 +46,7 @@ uint64_t parse_count(const std::string& text, uint64_t max, const std::string& w
         ok = ok && c >= '0' && c <= '9' && v <= (max - static_cast<uint64_t>(c - '0')) / 10;
         if (ok) v = v * 10 + static_cast<uint64_t>(c - '0');
     }
-    check(ok, where, ": malformed number '", text, "' (expected an integer in [0, ", max, "])");
+    NORMNET_CHECK(ok, where, ": malformed number '", text, "' (expected an integer in [0, ", max, "])");
     return v;
 }
 
@@ -55,7 +55,7 @@ std::array<uint64_t, 4> parse_rng_state(const std::string& text, const std::stri
     size_t start = 0;
     for (size_t i = 0; i < state.size(); ++i) {
         const size_t space = text.find(' ', start);
-        check((space == std::string::npos) == (i + 1 == state.size()), where, ": malformed RNG state '", text, "'");
+        NORMNET_CHECK((space == std::string::npos) == (i + 1 == state.size()), where, ": malformed RNG state '", text, "'");
         state[i] = parse_count(text.substr(start, space - start), std::numeric_limits<uint64_t>::max(), where);
         start = space + 1;
     }
@@ -65,11 +65,11 @@ std::array<uint64_t, 4> parse_rng_state(const std::string& text, const std::stri
 // JSON has no NaN or infinity: they are stored as null (a test loss can overflow).
 Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 double number_of(const Json& v) {
-    check(v.is_number() || v.is_null(), "not a number: ", v.dump());
+    NORMNET_CHECK(v.is_number() || v.is_null(), "not a number: ", v.dump());
     return v.is_null() ? NAN : v.get<double>();
 }
 int64_t count_of(const Json& v, int64_t max) {
-    check(v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(max), "not an integer in [0, ", max,
+    NORMNET_CHECK(v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(max), "not an integer in [0, ", max,
           "]: ", v.dump());
     return v.get<int64_t>();
 }
@@ -87,13 +87,13 @@ std::string history_json(const std::vector<EpochMetrics>& history) {
 
 std::vector<EpochMetrics> parse_history(const std::string& text, int64_t epochs) {
     const Json rows = Json::parse(text);
-    check(rows.is_array() && rows.size() == static_cast<size_t>(epochs), "expected a list of ", epochs, " epochs");
+    NORMNET_CHECK(rows.is_array() && rows.size() == static_cast<size_t>(epochs), "expected a list of ", epochs, " epochs");
     std::vector<EpochMetrics> history;
     for (const Json& row : rows) {
-        check(row.is_array() && row.size() == 7, "malformed epoch row ", row.dump());
+        NORMNET_CHECK(row.is_array() && row.size() == 7, "malformed epoch row ", row.dump());
         EpochMetrics m;
         m.epoch = count_of(row[0], kMaxEpochs);
-        check(m.epoch == static_cast<int64_t>(history.size()) + 1, "epoch ", m.epoch, " out of order");
+        NORMNET_CHECK(m.epoch == static_cast<int64_t>(history.size()) + 1, "epoch ", m.epoch, " out of order");
         m.train_loss = number_of(row[1]);
         m.train_acc = number_of(row[2]);
         m.test_loss = number_of(row[3]);
@@ -114,7 +114,7 @@ std::string progress_json(const EpochProgress& p) {
 
 EpochProgress parse_progress(const std::string& text) {
     const Json j = Json::parse(text);
-    check(j.is_object(), "not a JSON object");
+    NORMNET_CHECK(j.is_object(), "not a JSON object");
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     EpochProgress p;
     p.batch = count_of(j.at("batch"), kMax);
@@ -123,7 +123,7 @@ EpochProgress parse_progress(const std::string& text) {
     p.skipped = count_of(j.at("skipped"), p.batch);
     p.loss_sum = number_of(j.at("loss_sum"));
     p.seconds = number_of(j.at("seconds"));
-    check(p.batch >= 1 && std::isfinite(p.loss_sum), "malformed progress ", text);
+    NORMNET_CHECK(p.batch >= 1 && std::isfinite(p.loss_sum), "malformed progress ", text);
     return p;
 }
 
@@ -164,7 +164,7 @@ std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& ch
 void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option) {
     double values = 0;
     for (const auto& [name, t] : weights.tensors) values += static_cast<double>(t.numel());
-    check(spec.linear_parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
+    NORMNET_CHECK(spec.linear_parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
           " needs ", count_text(spec.linear_parameters()), " parameters in its Linear layers alone, but the file holds only ",
           count_text(values), " values");
 }
@@ -174,7 +174,7 @@ ResumePoint parse_resume_point(const LoadedCheckpoint& c) {
     std::tie(p.spec, p.config) = read_checkpoint_config(c.model);
     const std::string& state = c.state.path;
     p.epoch = static_cast<int64_t>(parse_count(metadata_or_fail(c.model, "normnet.epoch"), kMaxEpochs, c.model.path));
-    check(parse_count(metadata_or_fail(c.state, "normnet.epoch"), kMaxEpochs, state) == static_cast<uint64_t>(p.epoch),
+    NORMNET_CHECK(parse_count(metadata_or_fail(c.state, "normnet.epoch"), kMaxEpochs, state) == static_cast<uint64_t>(p.epoch),
           state, ": training state is from another epoch than ", c.model.path);
     p.optimizer = metadata_or_fail(c.state, "normnet.optimizer");
     p.scheduler_position = static_cast<int64_t>(
@@ -186,7 +186,7 @@ ResumePoint parse_resume_point(const LoadedCheckpoint& c) {
         fail(state, ": malformed normnet.progress: ", e.what());
     }
     const auto batch = c.model.metadata.find("normnet.batch");
-    check((batch == c.model.metadata.end() ? 0 : parse_count(batch->second, uint64_t{1} << 62, c.model.path)) ==
+    NORMNET_CHECK((batch == c.model.metadata.end() ? 0 : parse_count(batch->second, uint64_t{1} << 62, c.model.path)) ==
               static_cast<uint64_t>(p.progress.batch),
           state, ": training state is from another batch than ", c.model.path);
     p.has_history = c.state.metadata.count("normnet.history") > 0;
@@ -369,11 +369,11 @@ void Trainer::save_checkpoint(const std::string& dir) const {
 ResumePoint Trainer::resume(const LoadedCheckpoint& checkpoint) {
     const std::string& path = checkpoint.model.path;
     const ResumePoint p = parse_resume_point(checkpoint);
-    check(p.spec == config_.model, "--resume ", path, ": the checkpoint's architecture ", p.spec.str(),
+    NORMNET_CHECK(p.spec == config_.model, "--resume ", path, ": the checkpoint's architecture ", p.spec.str(),
           " differs from the requested ", config_.model.str());
-    check(p.optimizer == optimizer_->name(), "--resume ", path, ": the checkpoint was trained with ", p.optimizer, ", not ",
+    NORMNET_CHECK(p.optimizer == optimizer_->name(), "--resume ", path, ": the checkpoint was trained with ", p.optimizer, ", not ",
           optimizer_->name());
-    check(p.progress.batch < loader_.num_batches(), "--resume ", path, ": the checkpoint stopped after batch ",
+    NORMNET_CHECK(p.progress.batch < loader_.num_batches(), "--resume ", path, ": the checkpoint stopped after batch ",
           p.progress.batch, " of epoch ", p.epoch + 1, ", but the run now has ", loader_.num_batches(),
           " batches per epoch (--batch-size or --limit changed?)");
     NamedTensors optimizer_state;

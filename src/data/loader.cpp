@@ -126,8 +126,10 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
 void DataLoader::fill(int64_t index, Batch& batch) const {
     NORMNET_CHECK(index >= 0 && index < num_batches(), "DataLoader: batch ", index, " out of range (", num_batches(),
           " batches)");
-    // This rank's slice of the global batch.
-    const auto [start, B] = slice(index);
+    // This rank's slice of the global batch. (Plain variables, not a structured binding: the
+    // lambdas below capture B, which clang before 16 cannot do for a binding.)
+    const std::pair<int64_t, int64_t> range = slice(index);
+    const int64_t start = range.first, B = range.second;
     const int64_t* rows = order_.data() + start;
     if (images_) {
         const int64_t F = images_->features();

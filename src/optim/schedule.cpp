@@ -44,7 +44,7 @@ LRScheduler::LRScheduler(Optimizer& optimizer, LRSchedulerOptions options)
 
 void LRScheduler::step() {
     // A position restored from a checkpoint can be anything up to INT64_MAX; never overflow it.
-    check(position_ < std::numeric_limits<int64_t>::max(), "LRScheduler: cannot step past position ", position_);
+    NORMNET_CHECK(position_ < std::numeric_limits<int64_t>::max(), "LRScheduler: cannot step past position ", position_);
     set_position(position_ + 1);
 }
 

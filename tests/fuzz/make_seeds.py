@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Seed corpora for the libFuzzer targets of tests/fuzz, made from small real files.
+
+  idx/          the first images and labels of MNIST (data/mnist) and Fashion-MNIST (Debian's
+                dataset-fashion-mnist), each raw and gzipped, with their headers' counts rewritten
+  safetensors/  a checkpoint pair written by `normnet train` on those images (LayerNorm and
+                BatchNorm models), a file with F16, BF16, F64, I64 and empty tensors
+  resume/       the metadata of those checkpoints in fuzz_resume.cpp's layout (values joined by
+                NUL bytes, in its kKeys order)
+  text/         the first records of a few of Debian's fortune files (/usr/share/games/fortunes)
+
+Usage: tests/fuzz/make_seeds.py --normnet build/apps/normnet/normnet --out DIR
+Runs with Python's standard library alone; a dataset that is missing is left out.
+"""
+import argparse
+import gzip
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATASETS = [os.path.join(REPO, "data", "mnist"), "/usr/share/datasets/fashion-mnist"]
+FORTUNES = "/usr/share/games/fortunes"
+IMAGES = 12  # per seed file: small, so that the fuzzer's mutations reach the header often
+
+
+def read_idx(folder, base):
+    for name, opener in ((base, open), (base + ".gz", gzip.open)):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with opener(path, "rb") as f:
+                return f.read()
+    return None
+
+
+def head_of(idx, count):
+    """The IDX file cut to its first `count` items, with the count in its header changed to match."""
+    ndim = idx[3]
+    dims = list(struct.unpack(">" + "I" * ndim, idx[4:4 + 4 * ndim]))
+    item = 1
+    for d in dims[1:]:
+        item *= d
+    dims[0] = count
+    return idx[:4] + struct.pack(">" + "I" * ndim, *dims) + idx[4 + 4 * ndim:4 + 4 * ndim + count * item]
+
+
+def safetensors(tensors, metadata=None):
+    """A safetensors file: tensors are (name, dtype, shape, raw bytes)."""
+    header, offset = {}, 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(t[3] for t in tensors)
+
+
+def metadata_of(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n)).get("__metadata__", {})
+
+
+def resume_seed(model, state):
+    """fuzz_resume.cpp's kKeys order: the model's then the state's metadata values."""
+    keys = [("normnet.architecture", model), ("normnet.config", model), ("normnet.epoch", model),
+            ("normnet.batch", model), ("normnet.epoch", state), ("normnet.optimizer", state),
+            ("normnet.scheduler_position", state), ("normnet.rng_state", state), ("normnet.history", state),
+            ("normnet.progress", state)]
+    return b"\0".join(source.get(key, "").encode() for key, source in keys)
+
+
+def write(folder, name, data):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--normnet", required=True, help="the normnet program, to write real checkpoints")
+    p.add_argument("--out", required=True, help="folder for idx/, safetensors/ and resume/")
+    a = p.parse_args()
+    made = 0
+    with tempfile.TemporaryDirectory() as work:
+        data_dir = None
+        for folder in DATASETS:
+            name = os.path.basename(folder)
+            for split in ("train", "t10k"):
+                for kind in ("images-idx3-ubyte", "labels-idx1-ubyte"):
+                    idx = read_idx(folder, f"{split}-{kind}")
+                    if idx is None:
+                        continue
+                    head = head_of(idx, IMAGES if split == "t10k" else 4 * IMAGES)
+                    write(os.path.join(a.out, "idx"), f"{name}-{split}-{kind}", head)
+                    write(os.path.join(a.out, "idx"), f"{name}-{split}-{kind}.gz", gzip.compress(head, mtime=0))
+                    write(os.path.join(work, name), f"{split}-{kind}", head)
+                    made += 2
+            if data_dir is None and os.path.exists(os.path.join(work, name, "train-images-idx3-ubyte")):
+                data_dir = os.path.join(work, name)
+        if data_dir is None:
+            sys.exit("make_seeds: no MNIST or Fashion-MNIST found (data/mnist, /usr/share/datasets/fashion-mnist)")
+
+        for norm in ("layer", "batch"):
+            run = os.path.join(work, "run-" + norm)
+            subprocess.run([a.normnet, "train", "--data", data_dir, "--hidden", "8", "--norm", norm, "--epochs", "2",
+                            "--batch-size", "16", "--threads", "1", "--quiet", "--out", run], check=True,
+                           stdout=subprocess.DEVNULL)
+            for name in ("model.safetensors", "training_state.safetensors"):
+                with open(os.path.join(run, name), "rb") as f:
+                    write(os.path.join(a.out, "safetensors"), f"{norm}-{name}", f.read())
+            write(os.path.join(a.out, "resume"), norm,
+                  resume_seed(metadata_of(os.path.join(run, "model.safetensors")),
+                              metadata_of(os.path.join(run, "training_state.safetensors"))))
+            made += 3
+
+    # Fortune files cut after a few records (one of them with non-ASCII text, where there is one).
+    if os.path.isdir(FORTUNES):
+        names = sorted(n for n in os.listdir(FORTUNES) if "." not in n and os.path.isfile(os.path.join(FORTUNES, n)))
+        for name in names[:6]:
+            with open(os.path.join(FORTUNES, name), "rb") as f:
+                text = f.read(1 << 16)
+            records = text.split(b"\n%\n")
+            write(os.path.join(a.out, "text"), name, b"\n%\n".join(records[:4]) + b"\n%\n")
+            made += 1
+    write(os.path.join(a.out, "text"), "utf8", "naïve café, 漢字, emoji 🙂\n%\nline two\n".encode())
+    made += 1
+
+    # Every dtype the reader converts, an empty tensor, and a 0-dim one, under the fuzz model's names.
+    write(os.path.join(a.out, "safetensors"), "dtypes.safetensors", safetensors([
+        ("0.weight", "F16", [3, 4], struct.pack("<12H", *range(0x3c00, 0x3c0c))),
+        ("0.bias", "BF16", [3], struct.pack("<3H", 0x3f80, 0xbf80, 0x0001)),
+        ("2.weight", "F64", [3], struct.pack("<3d", 1.0, -0.0, 1e300)),
+        ("2.num_batches_tracked", "I64", [1], struct.pack("<q", 7)),
+        ("e", "F32", [2, 0], b""),
+        ("s", "F32", [], struct.pack("<f", 2.5)),
+    ], {"format": "pt"}))
+    made += 1
+    print(f"make_seeds: {made} seed files in {a.out}")
+
+
+if __name__ == "__main__":
+    main()
