@@ -1,0 +1,248 @@
+// Internal: float transcendental functions that GCC vectorises. glibc's expf, logf and tanhf
+// are calls that no loop around them can vectorise (without -ffast-math, which normnet does not
+// use), so the elementwise kernels call these instead: straight-line code of multiplies, adds,
+// integer bit operations and selects, inlined into the loop, which GCC turns into AVX-512 (or
+// AVX2) code. The algorithms are Cephes' (S. L. Moshier): Cody-Waite range reduction and short
+// polynomials, with the special values (inf, NaN, denormal results and arguments) handled by
+// selects rather than branches. -ffp-contract=off keeps every rounding where it is written, so
+// results are the same on every machine and thread count. The loops vectorise only with
+// -fno-trapping-math (set for the whole project): under GCC's default, code used on one side of
+// a select is sunk into a branch and then not speculated back, since it might raise an FP flag.
+//
+// Maximum errors, measured by tests/test_ops_vmath.cpp against double-precision references over
+// every 61st float (all finite ranges, denormals, +-inf, NaN), in units in the last place of the
+// correctly rounded result (denormal results: units of 2^-149):
+//   exp 1 ulp, expm1 2, log 1, log1p 2, tanh 2, sigmoid 2, erf 2, gelu (exact) 3,
+//   gelu (tanh approximation) 2 for x >= -3 (below, the cubic inside the tanh amplifies the
+//   rounding of x^3: relative error up to |x|^3 * 2^-22, as in any float evaluation of it).
+// The test holds the exact bounds; this table repeats them.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#define NORMNET_VINLINE [[gnu::always_inline]] inline
+
+namespace normnet::detail::vmath {
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+NORMNET_VINLINE float as_float(int32_t i) { return std::bit_cast<float>(i); }
+NORMNET_VINLINE int32_t as_int(float f) { return std::bit_cast<int32_t>(f); }
+/// a * b + c, fused where the CPU has FMA (one rounding, and faster), as the optimizers' madd.
+NORMNET_VINLINE float madd(float a, float b, float c) {
+#ifdef __FMA__
+    return std::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
+/// 2^n for an integer n in [-126, 127].
+NORMNET_VINLINE float pow2i(int32_t n) { return as_float(static_cast<int32_t>(static_cast<uint32_t>(n + 127) << 23)); }
+
+/// Round-to-nearest integer of x (|x| < 2^22) as (float, int): adding 1.5 * 2^23 leaves the
+/// integer in the low mantissa bits. Defined for any x, NaN included (no float-to-int conversion).
+struct Rounded {
+    float f;
+    int32_t i;
+};
+NORMNET_VINLINE Rounded round_to_int(float x) {
+    constexpr float kMagic = 12582912.0f;
+    const float t = x + kMagic;
+    return {t - kMagic, as_int(t) - as_int(kMagic)};
+}
+
+// ln 2 split so that n * kLn2Hi is exact for |n| < 2^15 (Cody and Waite).
+inline constexpr float kLn2Hi = 0.693359375f;
+inline constexpr float kLn2Lo = -2.12194440e-4f;
+inline constexpr float kLog2e = 1.44269504088896341f;
+
+/// exp(r) - 1 - r for |r| <= ln2 / 2, over r^2 (Cephes expf's polynomial, minus its 1 + r).
+NORMNET_VINLINE float expm1_poly(float r) {
+    float p = 1.9875691500e-4f;
+    p = madd(p, r, 1.3981999507e-3f);
+    p = madd(p, r, 8.3334519073e-3f);
+    p = madd(p, r, 4.1665795894e-2f);
+    p = madd(p, r, 1.6666665459e-1f);
+    p = madd(p, r, 5.0000001201e-1f);
+    return madd(p, r * r, r);
+}
+
+/// exp(x + lo) for a correction |lo| << 1 (0 for plain exp; exact products need it).
+NORMNET_VINLINE float exp_sum(float x, float lo) {
+    // Below -104 the result rounds to 0, above 89 to inf; the clamp keeps n in range (NaN passes).
+    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    const Rounded n = round_to_int(xc * kLog2e);
+    const float r = madd(n.f, -kLn2Lo, madd(n.f, -kLn2Hi, xc)) + lo;
+    const float y = expm1_poly(r) + 1.0f;
+    // Scaled by 2^n in two exact steps, so denormal results and those near FLT_MAX round once.
+    const int32_t half = n.i >> 1;
+    return y * pow2i(half) * pow2i(n.i - half);
+}
+
+/// e^x.
+NORMNET_VINLINE float exp(float x) { return exp_sum(x, 0.0f); }
+
+/// e^x - 1, accurate near 0.
+NORMNET_VINLINE float expm1(float x) {
+    const float xc = x < -86.0f ? -86.0f : (x > 89.0f ? 89.0f : x);  // below -86: -1 in float
+    const Rounded n = round_to_int(xc * kLog2e);
+    const float r = madd(n.f, -kLn2Lo, madd(n.f, -kLn2Hi, xc));
+    const float q = expm1_poly(r);
+    // e^x - 1 = 2^n (1 + q) - 1 = 2 ((s - 1/2) + s q) with s = 2^(n-1), which stays finite up to
+    // n = 128 (the doubling overflows to inf where the result does).
+    const float s = pow2i(n.i - 1);
+    const float y = 2.0f * madd(s, q, s - 0.5f);
+    return n.i == 0 ? q : y;
+}
+
+/// (f, e) with x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)); x > 0 finite (denormals included).
+struct Reduced {
+    float f;
+    float e;
+};
+NORMNET_VINLINE Reduced reduce_log(float x) {
+    const bool denormal = x < 1.17549435e-38f;
+    const float xs = denormal ? x * 8388608.0f : x;  // * 2^23
+    const int32_t bits = as_int(xs);
+    const float m = as_float((bits & 0x007fffff) | 0x3f000000);  // mantissa in [1/2, 1)
+    int32_t e = ((bits >> 23) & 0xff) - 126 - (denormal ? 23 : 0);
+    const bool low = m < 0.707106781186547524f;
+    e -= low ? 1 : 0;
+    return {low ? (m + m) - 1.0f : m - 1.0f, static_cast<float>(e)};
+}
+
+/// log(1 + f) for 1 + f in [sqrt(1/2), sqrt(2)), plus e ln 2 (Cephes logf).
+NORMNET_VINLINE float log_reduced(Reduced v) {
+    const float f = v.f, z = f * f;
+    float p = 7.0376836292e-2f;
+    p = madd(p, f, -1.1514610310e-1f);
+    p = madd(p, f, 1.1676998740e-1f);
+    p = madd(p, f, -1.2420140846e-1f);
+    p = madd(p, f, 1.4249322787e-1f);
+    p = madd(p, f, -1.6668057665e-1f);
+    p = madd(p, f, 2.0000714765e-1f);
+    p = madd(p, f, -2.4999993993e-1f);
+    p = madd(p, f, 3.3333331174e-1f);
+    float y = p * f * z;
+    y = madd(v.e, kLn2Lo, y);
+    y = madd(-0.5f, z, y);
+    return madd(v.e, kLn2Hi, f + y);
+}
+
+/// Log of an argument whose special cases are decided by x: log(+inf) = inf, log(0) = -inf,
+/// negative or NaN: NaN.
+NORMNET_VINLINE float log_specials(float x, float finite_positive_result) {
+    const float r = x < kInf ? finite_positive_result : x;
+    const float other = x == 0.0f ? -kInf : std::numeric_limits<float>::quiet_NaN();
+    return x > 0.0f ? r : other;
+}
+
+/// Natural logarithm.
+NORMNET_VINLINE float log(float x) { return log_specials(x, log_reduced(reduce_log(x))); }
+
+/// log(1 + x), accurate near 0.
+NORMNET_VINLINE float log1p(float x) {
+    const float u = 1.0f + x;
+    // u - 1 is exact for u < 2^24; (x - (u - 1)) is what rounding 1 + x lost, log1p(x) =
+    // log(u) + that / u to first order. Outside (0, 2^24) the correction is 0 or meaningless.
+    const float c = (x - (u - 1.0f)) / u;
+    const float corr = u > 0.0f && u < 16777216.0f ? c : 0.0f;
+    return log_specials(u, log_reduced(reduce_log(u)) + corr);
+}
+
+/// tanh(x): an odd polynomial below 0.625 (Cephes tanhf), 1 - 2 / (e^2|x| + 1) above.
+NORMNET_VINLINE float tanh(float x) {
+    const float a = x < 0.0f ? -x : x;
+    const float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = madd(p, z, 2.06390887954e-2f);
+    p = madd(p, z, -5.37397155531e-2f);
+    p = madd(p, z, 1.33314422036e-1f);
+    p = madd(p, z, -3.33332819422e-1f);
+    const float small = madd(p * z, x, x);
+    const float big = 1.0f - 2.0f / (exp(a + a) + 1.0f);
+    const float big_signed = x < 0.0f ? -big : big;
+    return a < 0.625f ? small : big_signed;  // NaN: big, which is NaN
+}
+
+/// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0 so that tiny results keep their precision.
+NORMNET_VINLINE float sigmoid(float x) {
+    const float e = exp(x < 0.0f ? x : -x);  // e^-|x|, NaN stays NaN
+    return (x < 0.0f ? e : 1.0f) / (1.0f + e);
+}
+
+/// w Phi(x), where Phi(x) = (1 + erf(x / sqrt 2)) / 2 is the standard normal CDF, with relative
+/// accuracy in both tails: 1/2 + x P(x^2) for |x| < 1; beyond, Phi(-|x|) = e^(-x^2/2) R(t),
+/// t = 1 / (1 + |x| / 4), with e^(-x^2/2) computed from an exact square of x's top 12 bits plus
+/// a small correction (a rounded x^2 would cost up to x^2 * 2^-24 of relative accuracy). P and R
+/// are least-squares fits in relative error (tests/vmath_fit.py); R covers |x| up to 14.5, where
+/// Phi underflows. The factor w is applied before the (possibly denormal) Gaussian, so x Phi(x)
+/// keeps full precision where Phi(x) alone would be denormal.
+NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
+    const float s = x * x;
+    float p = -7.652140073e-06f;
+    p = madd(p, s, 1.134811618e-04f);
+    p = madd(p, s, -1.186325338e-03f);
+    p = madd(p, s, 9.973321744e-03f);
+    p = madd(p, s, -6.649035971e-02f);
+    p = madd(p, s, 3.989422801e-01f);
+    const float central = w * madd(x, p, 0.5f);
+
+    const float a0 = x < 0.0f ? -x : x;
+    const float a = a0 > 20.0f ? 20.0f : a0;  // e^-200 is 0 already; keeps inf out (NaN passes)
+    const float t = 1.0f / madd(0.25f, a, 1.0f);
+    float r = -4.477913294e-02f;
+    r = madd(r, t, 1.014936696e-01f);
+    r = madd(r, t, -9.234325040e-03f);
+    r = madd(r, t, 7.981544062e-02f);
+    r = madd(r, t, 8.078709409e-02f);
+    r = madd(r, t, 9.198356934e-02f);
+    r = madd(r, t, 1.002348802e-01f);
+    r = madd(r, t, 9.966624864e-02f);
+    r = madd(r, t, 3.709427710e-06f);
+    const float hi = as_float(as_int(a) & static_cast<int32_t>(0xfffff000u));  // 12 bits: hi^2 exact
+    const float gauss = exp_sum(-0.5f * (hi * hi), -0.5f * ((a - hi) * (a + hi)));
+    const float outer = x < 0.0f ? (w * r) * gauss : w * madd(-r, gauss, 1.0f);
+    return a0 < 1.0f ? central : outer;
+}
+
+/// Phi(x), the standard normal CDF.
+NORMNET_VINLINE float normal_cdf(float x) { return scaled_normal_cdf(x, 1.0f); }
+
+/// erf(x) = 2 Phi(x sqrt 2) - 1 (through normal_cdf; the rounding of x sqrt 2 costs at most
+/// half an ulp here, as erf is flat where that matters).
+NORMNET_VINLINE float erf(float x) {
+    const float u = x * 1.41421356237309505f;
+    // 2 Phi(u) - 1 = 2 u P(u^2) for |u| < 1: written directly, so small x keeps relative accuracy.
+    const float s = u * u;
+    float p = -7.652140073e-06f;
+    p = madd(p, s, 1.134811618e-04f);
+    p = madd(p, s, -1.186325338e-03f);
+    p = madd(p, s, 9.973321744e-03f);
+    p = madd(p, s, -6.649035971e-02f);
+    p = madd(p, s, 3.989422801e-01f);
+    const float central = 2.0f * (u * p);
+    const float outer = madd(2.0f, normal_cdf(u), -1.0f);
+    const float a = u < 0.0f ? -u : u;
+    return a < 1.0f ? central : outer;
+}
+
+/// x Phi(x): GELU, exact form.
+NORMNET_VINLINE float gelu(float x) { return scaled_normal_cdf(x, x); }
+
+/// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
+inline constexpr float kGeluBeta = 0.797884560802865356f;
+inline constexpr float kGeluKappa = 0.044715f;
+
+/// x (1 + tanh(z)) / 2 = x sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3): GELU's tanh
+/// approximation, written with the sigmoid, which keeps relative accuracy for negative x.
+NORMNET_VINLINE float gelu_tanh(float x) {
+    const float z = kGeluBeta * madd(kGeluKappa, x * x * x, x);
+    return x * sigmoid(z + z);
+}
+
+}  // namespace normnet::detail::vmath
