@@ -196,7 +196,7 @@ void softmax_rows_forward(float* __restrict y, const float* __restrict x, int64_
         float* yr = y + r * C;
         float m = -INFINITY;
 #pragma omp simd reduction(max : m)
-        for (int64_t c = 0; c < C; ++c) m = std::max(m, xr[c]);
+        for (int64_t c = 0; c < C; ++c) m = xr[c] > m ? xr[c] : m;  // (std::max here stays scalar)
         double s = 0.0;
         if constexpr (kLog) {
 #pragma omp simd reduction(+ : s)

@@ -13,13 +13,14 @@
 // Maximum errors in units in the last place of the correctly rounded result (denormal results:
 // units of 2^-149), measured against double-precision references over every 61st float (all
 // binades, denormals, +-inf, NaN): the bound tests/test_ops_vmath.cpp holds, then the measured
-// maximum with FMA (the -march=native build; without FMA, within the same bounds):
-//   exp 1.1 (1.00)  expm1 1.6 (1.40)  log 0.9 (0.78)  log1p 1.5 (1.44)  tanh 1.4 (1.30)
-//   sigmoid 2.4 (2.30)  erf 3.4 (3.05)  gelu, exact 6.7 (6.25)
-//   gelu, tanh approximation: 2.5 (2.34) for x >= 0; 4 + 2 x^2 for x < 0, where the rounding of
-//   the cubic inside the tanh is amplified (inherent to evaluating that formula in float).
+// maximum with FMA (the -march=native build) and without (-march=x86-64-v2):
+//   exp 1.1 (1.00, 0.97)  expm1 1.6 (1.40, 1.55)  log 0.9 (0.78, 0.80)  log1p 1.5 (1.44, 1.44)
+//   tanh 1.4 (1.30, 1.30)  sigmoid 2.4 (2.30, 2.30)  erf 3.5 (3.25, 3.34)  gelu 8 (7.27, 7.52)
+//   gelu, tanh approximation: 2.5 (2.34, 2.34) for x >= 0; 5 + 2.5 x^2 for x < 0, where the
+//   rounding of the cubic inside the tanh is amplified (inherent to evaluating it in float).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -45,15 +46,16 @@ NORMNET_VINLINE float madd(float a, float b, float c) {
 /// 2^n for an integer n in [-126, 127].
 NORMNET_VINLINE float pow2i(int32_t n) { return as_float(static_cast<int32_t>(static_cast<uint32_t>(n + 127) << 23)); }
 
-/// Round-to-nearest integer of x (|x| < 2^22) as (float, int): adding 1.5 * 2^23 leaves the
-/// integer in the low mantissa bits. Defined for any x, NaN included (no float-to-int conversion).
+/// The integer nearest to x * scale (|x * scale| < 2^22) as (float, int): adding 1.5 * 2^23 leaves
+/// the integer in the low mantissa bits. Defined for any x, NaN included (no float-to-int
+/// conversion, which would also stop the vectorisation under -ftrapping-math).
 struct Rounded {
     float f;
     int32_t i;
 };
-NORMNET_VINLINE Rounded round_to_int(float x) {
+NORMNET_VINLINE Rounded round_to_int(float x, float scale) {
     constexpr float kMagic = 12582912.0f;
-    const float t = x + kMagic;
+    const float t = madd(x, scale, kMagic);
     return {t - kMagic, as_int(t) - as_int(kMagic)};
 }
 
@@ -73,11 +75,10 @@ NORMNET_VINLINE float expm1_poly(float r) {
     return madd(p, r * r, r);
 }
 
-/// exp(x + lo) for a correction |lo| << 1 (0 for plain exp; exact products need it).
-NORMNET_VINLINE float exp_sum(float x, float lo) {
-    // Below -104 the result rounds to 0, above 89 to inf; the clamp keeps n in range (NaN passes).
-    const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-    const Rounded n = round_to_int(xc * kLog2e);
+/// exp(x + lo) for x in [-105, 89] and a correction |lo| << 1 (0 for plain exp; exact products
+/// need it); NaN passes. The range keeps n = round(x / ln 2) within [-152, 128].
+NORMNET_VINLINE float exp_sum_in_range(float xc, float lo) {
+    const Rounded n = round_to_int(xc, kLog2e);
     const float r = madd(n.f, -kLn2Lo, madd(n.f, -kLn2Hi, xc)) + lo;
     const float y = expm1_poly(r) + 1.0f;
     // Scaled by 2^n in two exact steps, so denormal results and those near FLT_MAX round once.
@@ -85,13 +86,31 @@ NORMNET_VINLINE float exp_sum(float x, float lo) {
     return y * pow2i(half) * pow2i(n.i - half);
 }
 
+/// e^(x + lo) 2^64 for x in [-105, 0]: always a normal number, so 2^n is applied by adding n + 64
+/// to the exponent bits (cheaper than exp's two multiplications); the caller multiplies the
+/// product it forms by 2^-64, rounding once into a denormal where that is the result.
+NORMNET_VINLINE float exp_sum_times_2p64(float xc, float lo) {
+    const Rounded n = round_to_int(xc, kLog2e);
+    const float r = madd(n.f, -kLn2Lo, madd(n.f, -kLn2Hi, xc)) + lo;
+    const float y = expm1_poly(r) + 1.0f;
+    return as_float(as_int(y) + static_cast<int32_t>(static_cast<uint32_t>(n.i + 64) << 23));
+}
+
+/// exp(x + lo) for any x and a correction |lo| << 1.
+NORMNET_VINLINE float exp_sum(float x, float lo) {
+    // Below -104 the result rounds to 0, above 89 to inf; the clamp keeps n in range (NaN passes).
+    const float low = x < -104.0f ? -104.0f : x;
+    return exp_sum_in_range(low > 89.0f ? 89.0f : low, lo);
+}
+
 /// e^x.
 NORMNET_VINLINE float exp(float x) { return exp_sum(x, 0.0f); }
 
 /// e^x - 1, accurate near 0.
 NORMNET_VINLINE float expm1(float x) {
-    const float xc = x < -86.0f ? -86.0f : (x > 89.0f ? 89.0f : x);  // below -86: -1 in float
-    const Rounded n = round_to_int(xc * kLog2e);
+    const float low = x < -86.0f ? -86.0f : x;  // below -86: -1 in float (NaN passes)
+    const float xc = low > 89.0f ? 89.0f : low;
+    const Rounded n = round_to_int(xc, kLog2e);
     const float r = madd(n.f, -kLn2Lo, madd(n.f, -kLn2Hi, xc));
     const float q = expm1_poly(r);
     // e^x - 1 = 2^n (1 + q) - 1 = 2 ((s - 1/2) + s q) with s = 2^(n-1), which stays finite up to
@@ -158,7 +177,7 @@ NORMNET_VINLINE float log1p(float x) {
 
 /// tanh(x): an odd polynomial below 0.625 (Cephes tanhf), 1 - 2 / (e^2|x| + 1) above.
 NORMNET_VINLINE float tanh(float x) {
-    const float a = x < 0.0f ? -x : x;
+    const float a = std::fabs(x);
     const float z = x * x;
     float p = -5.70498872745e-3f;
     p = madd(p, z, 2.06390887954e-2f);
@@ -177,49 +196,59 @@ NORMNET_VINLINE float sigmoid(float x) {
     return (x < 0.0f ? e : 1.0f) / (1.0f + e);
 }
 
-/// w Phi(x), where Phi(x) = (1 + erf(x / sqrt 2)) / 2 is the standard normal CDF, with relative
-/// accuracy in both tails: 1/2 + x P(x^2) for |x| < 1; beyond, Phi(-|x|) = e^(-x^2/2) R(t),
-/// t = 1 / (1 + |x| / 4), with e^(-x^2/2) computed from an exact square of x's top 12 bits plus
-/// a small correction (a rounded x^2 would cost up to x^2 * 2^-24 of relative accuracy). P and R
-/// are least-squares fits in relative error (tests/golden/vmath_fit.py); R covers |x| up to 14.5, where
-/// Phi underflows. The factor w is applied before the (possibly denormal) Gaussian, so x Phi(x)
-/// keeps full precision where Phi(x) alone would be denormal.
-NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
-    const float s = x * x;
-    float p = -7.652140073e-06f;
-    p = madd(p, s, 1.134811618e-04f);
-    p = madd(p, s, -1.186325338e-03f);
-    p = madd(p, s, 9.973321744e-03f);
-    p = madd(p, s, -6.649035971e-02f);
-    p = madd(p, s, 3.989422801e-01f);
-    const float central = w * madd(x, p, 0.5f);
-
-    const float a0 = x < 0.0f ? -x : x;
-    const float a = a0 > 20.0f ? 20.0f : a0;  // e^-200 is 0 already; keeps inf out (NaN passes)
-    const float t = 1.0f / madd(0.25f, a, 1.0f);
-    float r = -4.477913294e-02f;
-    r = madd(r, t, 1.014936696e-01f);
-    r = madd(r, t, -9.234325040e-03f);
-    r = madd(r, t, 7.981544062e-02f);
-    r = madd(r, t, 8.078709409e-02f);
-    r = madd(r, t, 9.198356934e-02f);
-    r = madd(r, t, 1.002348802e-01f);
-    r = madd(r, t, 9.966624864e-02f);
-    r = madd(r, t, 3.709427710e-06f);
-    const float hi = as_float(as_int(a) & static_cast<int32_t>(0xfffff000u));  // 12 bits: hi^2 exact
-    const float gauss = exp_sum(-0.5f * (hi * hi), -0.5f * ((a - hi) * (a + hi)));
-    const float outer = x < 0.0f ? (w * r) * gauss : w * madd(-r, gauss, 1.0f);
-    return a0 < 1.0f ? central : outer;
+/// -a^2 / 2 as an exact sum hi + lo (exp(-a^2/2) from a rounded a^2 would lose up to a^2 * 2^-24
+/// of relative accuracy): with FMA, the rounded square and its exact error; without, the square
+/// of a's top 12 bits (exact) and the rest.
+struct Split {
+    float hi, lo;
+};
+NORMNET_VINLINE Split neg_half_square(float a) {
+#ifdef __FMA__
+    const float p = a * a;
+    return {-0.5f * p, -0.5f * std::fma(a, a, -p)};
+#else
+    const float top = as_float(as_int(a) & static_cast<int32_t>(0xfffff000u));
+    return {-0.5f * (top * top), -0.5f * ((a - top) * (a + top))};
+#endif
 }
 
-/// Phi(x), the standard normal CDF.
+/// w Phi(x), where Phi(x) = (1 + erf(x / sqrt 2)) / 2 is the standard normal CDF, with relative
+/// accuracy in both tails: Phi(-|x|) = e^(-x^2/2) R(t), t = 1 / (1 + 0.3 |x|), and Phi(|x|) =
+/// 1 - Phi(-|x|). R is a minimax fit in relative error (tests/golden/vmath_fit.py) for |x| up to
+/// 14.5, where Phi underflows. The factor w is applied before the (possibly denormal) Gaussian,
+/// so x Phi(x) keeps full precision where Phi(x) alone would be denormal.
+NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
+    // Beyond 14.5, Phi(-a) is 0 in float: a is clamped there (keeping e^(-a^2/2) in range and inf
+    // out) and the tail zeroed. Both on the bits, which order as the values for a >= 0: a float
+    // select here makes GCC compute the clamped case separately, with masked copies of half the
+    // function. NaN is clamped too, so w Phi(NaN) is NaN only through w (callers propagate NaN).
+    const int32_t abits = as_int(std::fabs(x));
+    const float a = as_float(std::min(abits, as_int(14.5f)));
+    const int32_t in_range = -static_cast<int32_t>(abits <= as_int(14.5f));
+    const float t = 1.0f / madd(0.3f, a, 1.0f);
+    float r = 3.840740752e-02f;
+    r = madd(r, t, -1.693075280e-01f);
+    r = madd(r, t, 2.289519032e-01f);
+    r = madd(r, t, -7.683978756e-02f);
+    r = madd(r, t, 1.427653495e-01f);
+    r = madd(r, t, 9.458583692e-02f);
+    r = madd(r, t, 1.219452685e-01f);
+    r = madd(r, t, 1.194842066e-01f);
+    r = madd(r, t, 7.372414136e-06f);
+    const Split e = neg_half_square(a);
+    const float q = as_float(as_int(r * exp_sum_times_2p64(e.hi, e.lo)) & in_range);  // Phi(-a) 2^64
+    constexpr float k2m64 = 0x1p-64f;
+    return x < 0.0f ? (w * q) * k2m64 : w * madd(-q, k2m64, 1.0f);
+}
+
+/// Phi(x), the standard normal CDF (for NaN: some number in [0, 1]).
 NORMNET_VINLINE float normal_cdf(float x) { return scaled_normal_cdf(x, 1.0f); }
 
-/// erf(x) = 2 Phi(x sqrt 2) - 1 (through normal_cdf; the rounding of x sqrt 2 costs at most
-/// half an ulp here, as erf is flat where that matters).
+/// erf(x) = 2 Phi(x sqrt 2) - 1 through normal_cdf, except below |x sqrt 2| = 1, where that
+/// would cancel: there 2 u P(u^2), u = x sqrt 2, P a fit of (Phi(u) - 1/2) / u (vmath_fit.py).
+/// (The rounding of x sqrt 2 costs at most half an ulp, erf being flat where it matters.)
 NORMNET_VINLINE float erf(float x) {
     const float u = x * 1.41421356237309505f;
-    // 2 Phi(u) - 1 = 2 u P(u^2) for |u| < 1: written directly, so small x keeps relative accuracy.
     const float s = u * u;
     float p = -7.652140073e-06f;
     p = madd(p, s, 1.134811618e-04f);
@@ -229,8 +258,7 @@ NORMNET_VINLINE float erf(float x) {
     p = madd(p, s, 3.989422801e-01f);
     const float central = 2.0f * (u * p);
     const float outer = madd(2.0f, normal_cdf(u), -1.0f);
-    const float a = u < 0.0f ? -u : u;
-    return a < 1.0f ? central : outer;
+    return std::fabs(u) >= 1.0f ? outer : central;  // NaN: central, which is NaN
 }
 
 /// x Phi(x): GELU, exact form.
