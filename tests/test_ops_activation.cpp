@@ -3,23 +3,16 @@
 // on plain, empty, 0-d and strided inputs, softmax over every dimension, error messages, and
 // the modules' options and printed forms.
 #include "golden_cases.hpp"
+#include "op_test_helpers.hpp"
 
 using namespace normnet;
 using Catch::Contains;
 using nlohmann::json;
 using test::arg;
+using test::input;
+using test::require_gradcheck;
 
 namespace {
-
-void require_gradcheck(const GradcheckResult& r) {
-    INFO(r.message);
-    REQUIRE(r.ok);
-}
-
-Tensor input(const Shape& shape, uint64_t seed, float scale = 1.0f, float offset = 0.0f) {
-    Generator gen(seed);
-    return add(mul(randn(shape, gen), scale), offset).detach().requires_grad_();
-}
 
 using Unary = std::function<Tensor(const Tensor&)>;
 

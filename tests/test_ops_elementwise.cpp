@@ -5,23 +5,16 @@
 #include <cstring>
 
 #include "golden_cases.hpp"
+#include "op_test_helpers.hpp"
 
 using namespace normnet;
 using Catch::Contains;
 using nlohmann::json;
 using test::arg;
+using test::input;
+using test::require_gradcheck;
 
 namespace {
-
-void require_gradcheck(const GradcheckResult& r) {
-    INFO(r.message);
-    REQUIRE(r.ok);
-}
-
-Tensor input(const Shape& shape, uint64_t seed, float scale = 1.0f, float offset = 0.0f) {
-    Generator gen(seed);
-    return add(mul(randn(shape, gen), scale), offset).detach().requires_grad_();
-}
 
 // An in-place op applied to a non-leaf copy of a, as a user writes it: h = a * 1; h.op_(b).
 template <class F>

@@ -14,7 +14,6 @@
 // preallocated outputs (add_out, gelu_out, ...) and normnet's outputs come from its caching
 // allocator, so neither side pays for fresh pages.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "normnet/normnet.hpp"
 #include "ops/loop.hpp"
 #include "parallel.hpp"
@@ -49,17 +49,6 @@ const char* kUsage =
     "                 [--ops copy,add,gelu,gelu_tanh,softmax,sum_dim1,sum_dim0]\n"
     "                 [--libtorch PATH | --no-libtorch] [--tsv]\n";
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    size_t at = 0;
-    while (at <= s.size()) {
-        const size_t comma = std::min(s.find(',', at), s.size());
-        if (comma > at) out.push_back(s.substr(at, comma - at));
-        at = comma + 1;
-    }
-    return out;
-}
-
 // "4096", "64K", "1M": a number of floats, a multiple of 1024.
 int64_t parse_size(const std::string& s) {
     size_t used = 0;
@@ -80,7 +69,7 @@ Options parse_args(int argc, char** argv) {
         };
         if (a == "--sizes") {
             o.sizes.clear();
-            for (const auto& s : split(value())) o.sizes.push_back(parse_size(s));
+            for (const auto& s : bench::split(value())) o.sizes.push_back(parse_size(s));
         } else if (a == "--threads") {
             o.threads = std::stoi(value());
         } else if (a == "--rounds") {
@@ -88,7 +77,7 @@ Options parse_args(int argc, char** argv) {
         } else if (a == "--min-time") {
             o.min_time = std::stod(value());
         } else if (a == "--ops") {
-            o.ops = split(value());
+            o.ops = bench::split(value());
         } else if (a == "--libtorch") {
             o.libtorch = value();
         } else if (a == "--no-libtorch") {
@@ -123,22 +112,6 @@ double bytes_of(const std::string& op, int64_t n) {
     return f * 2.0 * n;
 }
 
-// Median seconds of one call of f, over repetitions filling at least min_time (3 at least).
-template <class F>
-double time_case(F&& f, double min_time) {
-    f();  // warm: the caching allocator, the pages, the pool's threads
-    std::vector<double> times;
-    const auto start = std::chrono::steady_clock::now();
-    while (times.size() < 3 ||
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < min_time) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
-}
-
 // Times normnet (and the copy loop) on case op with n floats.
 double time_normnet(const std::string& op, int64_t n, double min_time) {
     normnet::Generator gen(1);
@@ -148,14 +121,14 @@ double time_normnet(const std::string& op, int64_t n, double min_time) {
     Tensor out;  // released before each call, so the caching allocator hands the same block back
     if (op == "copy") {
         Tensor y = normnet::empty({rows, 1024});
-        return time_case([&] { copy_loop(y.data(), x.data(), n); }, min_time);
+        return bench::time_case([&] { copy_loop(y.data(), x.data(), n); }, min_time);
     }
-    if (op == "add") return time_case([&] { out = Tensor(), out = normnet::add(x, bias); }, min_time);
-    if (op == "gelu") return time_case([&] { out = Tensor(), out = normnet::gelu(x); }, min_time);
-    if (op == "gelu_tanh") return time_case([&] { out = Tensor(), out = normnet::gelu(x, "tanh"); }, min_time);
-    if (op == "softmax") return time_case([&] { out = Tensor(), out = normnet::softmax(x, -1); }, min_time);
-    if (op == "sum_dim1") return time_case([&] { out = Tensor(), out = normnet::sum(x, {1}); }, min_time);
-    if (op == "sum_dim0") return time_case([&] { out = Tensor(), out = normnet::sum(x, {0}); }, min_time);
+    if (op == "add") return bench::time_case([&] { out = Tensor(), out = normnet::add(x, bias); }, min_time);
+    if (op == "gelu") return bench::time_case([&] { out = Tensor(), out = normnet::gelu(x); }, min_time);
+    if (op == "gelu_tanh") return bench::time_case([&] { out = Tensor(), out = normnet::gelu(x, "tanh"); }, min_time);
+    if (op == "softmax") return bench::time_case([&] { out = Tensor(), out = normnet::softmax(x, -1); }, min_time);
+    if (op == "sum_dim1") return bench::time_case([&] { out = Tensor(), out = normnet::sum(x, {1}); }, min_time);
+    if (op == "sum_dim0") return bench::time_case([&] { out = Tensor(), out = normnet::sum(x, {0}); }, min_time);
     throw std::invalid_argument("unknown op " + op);
 }
 
@@ -240,7 +213,9 @@ int main(int argc, char** argv) try {
                         ratio_col, torch_col, vs_col);
         }
     }
-    if (!o.tsv && !have_torch) std::printf("\n(no libtorch column: %s)\n", o.libtorch.empty() ? "--no-libtorch or not built" : "the peer did not run");
+    if (!o.tsv && !have_torch) {
+        std::printf("\n(no libtorch column: %s)\n", o.libtorch.empty() ? "--no-libtorch or not built" : "the peer did not run");
+    }
     return 0;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "ops_bench: error: %s\n", e.what());

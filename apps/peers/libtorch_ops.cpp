@@ -6,40 +6,15 @@
 //   libtorch_ops --sizes 1048576,4194304 --ops add,gelu --threads 2 --min-time 0.25
 #include <torch/torch.h>
 
+#include "../microbench/bench_timing.hpp"
+
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = std::min(s.find(',', at), s.size());
-    if (comma > at) out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
-template <class F>
-double time_case(F&& f, double min_time) {
-  f();
-  std::vector<double> times;
-  const auto start = std::chrono::steady_clock::now();
-  while (times.size() < 3 ||
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < min_time) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 double time_op(const std::string& op, int64_t n, double min_time) {
   torch::manual_seed(1);
@@ -48,13 +23,13 @@ double time_op(const std::string& op, int64_t n, double min_time) {
   const torch::Tensor bias = torch::randn({1024});
   torch::Tensor out = torch::empty({rows, 1024});
   torch::Tensor row_out = torch::empty({rows}), col_out = torch::empty({1024});
-  if (op == "copy") return time_case([&] { out.copy_(x); }, min_time);
-  if (op == "add") return time_case([&] { at::add_out(out, x, bias); }, min_time);
-  if (op == "gelu") return time_case([&] { at::gelu_out(out, x); }, min_time);
-  if (op == "gelu_tanh") return time_case([&] { at::gelu_out(out, x, "tanh"); }, min_time);
-  if (op == "softmax") return time_case([&] { at::_softmax_out(out, x, -1, false); }, min_time);
-  if (op == "sum_dim1") return time_case([&] { at::sum_out(row_out, x, {1}); }, min_time);
-  if (op == "sum_dim0") return time_case([&] { at::sum_out(col_out, x, {0}); }, min_time);
+  if (op == "copy") return bench::time_case([&] { out.copy_(x); }, min_time);
+  if (op == "add") return bench::time_case([&] { at::add_out(out, x, bias); }, min_time);
+  if (op == "gelu") return bench::time_case([&] { at::gelu_out(out, x); }, min_time);
+  if (op == "gelu_tanh") return bench::time_case([&] { at::gelu_out(out, x, "tanh"); }, min_time);
+  if (op == "softmax") return bench::time_case([&] { at::_softmax_out(out, x, -1, false); }, min_time);
+  if (op == "sum_dim1") return bench::time_case([&] { at::sum_out(row_out, x, {1}); }, min_time);
+  if (op == "sum_dim0") return bench::time_case([&] { at::sum_out(col_out, x, {0}); }, min_time);
   throw std::invalid_argument("unknown op " + op);
 }
 
@@ -71,9 +46,9 @@ int main(int argc, char** argv) try {
     const std::string v = argv[++i];
     if (a == "--sizes") {
       sizes.clear();
-      for (const auto& s : split(v)) sizes.push_back(std::stoll(s));
+      for (const auto& s : bench::split(v)) sizes.push_back(std::stoll(s));
     } else if (a == "--ops") {
-      ops = split(v);
+      ops = bench::split(v);
     } else if (a == "--threads") {
       threads = std::stoi(v);
     } else if (a == "--min-time") {

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -41,6 +42,16 @@ NORMNET_VINLINE float madd(float a, float b, float c) {
 #else
     return a * b + c;
 #endif
+}
+
+/// c[0] x^(N-1) + ... + c[N-1] by Horner's rule in madd steps (coefficients highest degree first,
+/// as tests/golden/vmath_fit.py prints them).
+template <size_t N>
+NORMNET_VINLINE float horner(float x, const float (&c)[N]) {
+    float p = c[0];
+#pragma GCC unroll 16  // unrolled before the caller's loop is vectorised
+    for (size_t i = 1; i < N; ++i) p = madd(p, x, c[i]);
+    return p;
 }
 
 /// 2^n for an integer n in [-126, 127].
@@ -64,14 +75,13 @@ inline constexpr float kLn2Hi = 0.693359375f;
 inline constexpr float kLn2Lo = -2.12194440e-4f;
 inline constexpr float kLog2e = 1.44269504088896341f;
 
+// Cephes expf: exp(r) = 1 + r + r^2 P(r).
+inline constexpr float kExpP[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                  4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 /// exp(r) - 1 - r for |r| <= ln2 / 2, over r^2 (Cephes expf's polynomial, minus its 1 + r).
 NORMNET_VINLINE float expm1_poly(float r) {
-    float p = 1.9875691500e-4f;
-    p = madd(p, r, 1.3981999507e-3f);
-    p = madd(p, r, 8.3334519073e-3f);
-    p = madd(p, r, 4.1665795894e-2f);
-    p = madd(p, r, 1.6666665459e-1f);
-    p = madd(p, r, 5.0000001201e-1f);
+    const float p = horner(r, kExpP);
     return madd(p, r * r, r);
 }
 
@@ -136,18 +146,15 @@ NORMNET_VINLINE Reduced reduce_log(float x) {
     return {low ? (m + m) - 1.0f : m - 1.0f, static_cast<float>(e)};
 }
 
+// Cephes logf: log(1 + f) = f - f^2 / 2 + f^3 P(f).
+inline constexpr float kLogP[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+                                  -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+                                  2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+
 /// log(1 + f) for 1 + f in [sqrt(1/2), sqrt(2)), plus e ln 2 (Cephes logf).
 NORMNET_VINLINE float log_reduced(Reduced v) {
     const float f = v.f, z = f * f;
-    float p = 7.0376836292e-2f;
-    p = madd(p, f, -1.1514610310e-1f);
-    p = madd(p, f, 1.1676998740e-1f);
-    p = madd(p, f, -1.2420140846e-1f);
-    p = madd(p, f, 1.4249322787e-1f);
-    p = madd(p, f, -1.6668057665e-1f);
-    p = madd(p, f, 2.0000714765e-1f);
-    p = madd(p, f, -2.4999993993e-1f);
-    p = madd(p, f, 3.3333331174e-1f);
+    const float p = horner(f, kLogP);
     float y = p * f * z;
     y = madd(v.e, kLn2Lo, y);
     y = madd(-0.5f, z, y);
@@ -175,15 +182,15 @@ NORMNET_VINLINE float log1p(float x) {
     return log_specials(u, log_reduced(reduce_log(u)) + corr);
 }
 
+// Cephes tanhf: tanh(x) = x + x^3 P(x^2) for |x| < 0.625.
+inline constexpr float kTanhP[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
+                                   -3.33332819422e-1f};
+
 /// tanh(x): an odd polynomial below 0.625 (Cephes tanhf), 1 - 2 / (e^2|x| + 1) above.
 NORMNET_VINLINE float tanh(float x) {
     const float a = std::fabs(x);
     const float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = madd(p, z, 2.06390887954e-2f);
-    p = madd(p, z, -5.37397155531e-2f);
-    p = madd(p, z, 1.33314422036e-1f);
-    p = madd(p, z, -3.33332819422e-1f);
+    const float p = horner(z, kTanhP);
     const float small = madd(p * z, x, x);
     const float big = 1.0f - 2.0f / (exp(a + a) + 1.0f);
     const float big_signed = x < 0.0f ? -big : big;
@@ -195,6 +202,14 @@ NORMNET_VINLINE float sigmoid(float x) {
     const float e = exp(x < 0.0f ? x : -x);  // e^-|x|, NaN stays NaN
     return (x < 0.0f ? e : 1.0f) / (1.0f + e);
 }
+
+// R(t) = Phi(-a) e^(a^2/2), t = 1 / (1 + 0.3 a), 0 <= a <= 14.5: a minimax fit in relative error.
+inline constexpr float kCdfTailR[] = {3.840740752e-02f, -1.693075280e-01f, 2.289519032e-01f,
+                                      -7.683978756e-02f, 1.427653495e-01f, 9.458583692e-02f,
+                                      1.219452685e-01f,  1.194842066e-01f, 7.372414136e-06f};
+// P(s) = (Phi(x) - 1/2) / x, s = x^2 <= 1: a least-squares fit in relative error.
+inline constexpr float kCdfCentralP[] = {-7.652140073e-06f, 1.134811618e-04f,  -1.186325338e-03f,
+                                         9.973321744e-03f,  -6.649035971e-02f, 3.989422801e-01f};
 
 /// -a^2 / 2 as an exact sum hi + lo (exp(-a^2/2) from a rounded a^2 would lose up to a^2 * 2^-24
 /// of relative accuracy): with FMA, the rounded square and its exact error; without, the square
@@ -226,15 +241,7 @@ NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
     const float a = as_float(std::min(abits, as_int(14.5f)));
     const int32_t in_range = -static_cast<int32_t>(abits <= as_int(14.5f));
     const float t = 1.0f / madd(0.3f, a, 1.0f);
-    float r = 3.840740752e-02f;
-    r = madd(r, t, -1.693075280e-01f);
-    r = madd(r, t, 2.289519032e-01f);
-    r = madd(r, t, -7.683978756e-02f);
-    r = madd(r, t, 1.427653495e-01f);
-    r = madd(r, t, 9.458583692e-02f);
-    r = madd(r, t, 1.219452685e-01f);
-    r = madd(r, t, 1.194842066e-01f);
-    r = madd(r, t, 7.372414136e-06f);
+    const float r = horner(t, kCdfTailR);
     const Split e = neg_half_square(a);
     const float q = as_float(as_int(r * exp_sum_times_2p64(e.hi, e.lo)) & in_range);  // Phi(-a) 2^64
     constexpr float k2m64 = 0x1p-64f;
@@ -250,12 +257,7 @@ NORMNET_VINLINE float normal_cdf(float x) { return scaled_normal_cdf(x, 1.0f); }
 NORMNET_VINLINE float erf(float x) {
     const float u = x * 1.41421356237309505f;
     const float s = u * u;
-    float p = -7.652140073e-06f;
-    p = madd(p, s, 1.134811618e-04f);
-    p = madd(p, s, -1.186325338e-03f);
-    p = madd(p, s, 9.973321744e-03f);
-    p = madd(p, s, -6.649035971e-02f);
-    p = madd(p, s, 3.989422801e-01f);
+    const float p = horner(s, kCdfCentralP);
     const float central = 2.0f * (u * p);
     const float outer = madd(2.0f, normal_cdf(u), -1.0f);
     return std::fabs(u) >= 1.0f ? outer : central;  // NaN: central, which is NaN
