@@ -352,6 +352,11 @@ TEST_CASE("elementwise: masks are bool tensors that convert and select", "[ops][
     CHECK((test::labels_of({1, 2}) < 1.5).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
     // A mask never requires grad, also when computed from a tensor that does.
     CHECK_FALSE((ones({2}).requires_grad_() > 0.0).requires_grad());
+    // Integer tensors fill too (labels to ignore_index, as torch users write it).
+    Tensor labels = test::labels_of({1, 2, 3, 4});
+    labels.masked_fill_(m, -100);
+    CHECK(labels.to_vector<int64_t>() == std::vector<int64_t>{1, 2, -100, -100});
+    CHECK(masked_fill(labels, ~m, 7).to_vector<int64_t>() == std::vector<int64_t>{7, 7, -100, -100});
     // In-place masked_fill_ records its node and bumps the version.
     Tensor s = tensor({1, 2, 3, 4}).requires_grad_();
     Tensor scores = s * 1.0f;
