@@ -3,8 +3,10 @@
 // broadcast, size-0 and non-contiguous operands, error messages, and the in-place rules
 // (version counter, torch's leaf rule, bit-identical plain loops when nothing is recorded).
 #include <cstring>
+#include <functional>
 
 #include "golden_cases.hpp"
+#include "ops/loop.hpp"
 #include "op_test_helpers.hpp"
 
 using namespace normnet;
@@ -178,6 +180,61 @@ TEST_CASE("elementwise: gradcheck of the in-place updates, where and masked_fill
             return h;
         },
         {x}));
+}
+
+namespace {
+
+// The naive reference of the broadcasting loop: out[i] = f(a[ia], b[ib]) with the indices
+// unravelled one element at a time.
+template <class F>
+std::vector<float> naive_broadcast(const Tensor& a, const Tensor& b, F f) {
+    const Shape out = detail::broadcast_shapes(a.shape(), b.shape(), "naive");
+    const std::vector<float> av = a.to_vector(), bv = b.to_vector();
+    std::vector<float> result(static_cast<size_t>(out.numel()));
+    for (int64_t i = 0; i < out.numel(); ++i) {
+        int64_t rest = i, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (int d = out.size() - 1; d >= 0; --d) {
+            const int64_t k = rest % out[d];
+            rest /= out[d];
+            const int da = d - (out.size() - a.dim()), db = d - (out.size() - b.dim());
+            if (da >= 0) ia += (a.size(da) == 1 ? 0 : k) * sa, sa *= a.size(da);
+            if (db >= 0) ib += (b.size(db) == 1 ? 0 : k) * sb, sb *= b.size(db);
+        }
+        result[static_cast<size_t>(i)] = f(av[static_cast<size_t>(ia)], bv[static_cast<size_t>(ib)]);
+    }
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE("elementwise: the broadcasting loops agree with a naive reference, rows short or long, any thread count",
+          "[ops][elementwise]") {
+    test::ThreadsGuard threads;
+    Generator gen(13);
+    // Short rows against a repeated row or a column, rows split between threads mid-row
+    // (20001 * 3 elements cross several chunks of the split), and transposed operands.
+    const std::vector<std::pair<Shape, Shape>> shapes = {
+        {{20001, 3}, {3}}, {{3}, {20001, 3}}, {{20001, 3}, {20001, 1}}, {{5, 1, 7}, {4, 1}},
+        {{2, 3, 1, 5}, {3, 4, 1}}, {{40000, 2}, {1, 2}}, {{63, 65}, {65}}, {{1, 1}, {7, 1, 3}}};
+    for (const int nthreads : {1, 2}) {
+        set_num_threads(nthreads);
+        for (const auto& [sa, sb] : shapes) {
+            INFO(sa << " with " << sb << ", " << nthreads << " threads");
+            const Tensor a = randn(sa, gen), b = add(randn(sb, gen), 3.0f);
+            CHECK(test::bit_equal(add(a, b), from_vector(naive_broadcast(a, b, std::plus<>()), add(a, b).shape())));
+            CHECK(div(a, b).to_vector() == naive_broadcast(a, b, std::divides<>()));
+            CHECK(maximum(b, a).to_vector() == naive_broadcast(b, a, [](float x, float y) { return x > y ? x : y; }));
+            Tensor h = a.clone();
+            if (detail::broadcast_shapes(sa, sb, "") == sa) {
+                h *= b;
+                CHECK(h.to_vector() == naive_broadcast(a, b, std::multiplies<>()));
+            }
+        }
+        // Strided operands: a transposed view and a column of a wider tensor.
+        const Tensor m = randn({3, 30000}, gen), c = randn({30000, 5}, gen);
+        const Tensor col = c.narrow(1, 2, 1);  // [30000, 1], stride 5
+        CHECK(sub(m.t(), col).to_vector() == naive_broadcast(m.t().contiguous(), col.contiguous(), std::minus<>()));
+    }
 }
 
 TEST_CASE("elementwise: broadcasting and dtype errors name the op and the shapes", "[ops][elementwise]") {

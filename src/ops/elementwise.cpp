@@ -4,6 +4,7 @@
 // broadcasting forward and backward below; adding an op is a struct and a one-line function.
 // The in-place updates run the same structs over the tensor's own data and record the same
 // nodes through record_inplace, with self's previous history as input 0.
+#include <algorithm>
 #include <cmath>
 
 #include "loop.hpp"
@@ -45,6 +46,36 @@ void binary_forward_run(const std::tuple<float*, const float*, const float*>& p,
     } else {
         for (int64_t i = 0; i < n; ++i) o[i * s[0]] = op.value(a[i * s[1]], b[i * s[2]]);
     }
+}
+
+// binary_forward_run over `rows` runs, run r at the pointers plus r * outer. Short rows of a
+// contiguous output and operand against one row repeated ([N, 2] + [2]) are done k rows at a
+// time as one contiguous run, the repeated row tiled k times on the stack: a call per row of
+// two elements costs ten times the arithmetic.
+template <class Op>
+void binary_forward_rows(const std::tuple<float*, const float*, const float*>& p, const std::array<int64_t, 3>& s,
+                         int64_t n, const std::array<int64_t, 3>& outer, int64_t rows, const Op op) {
+    const auto [o, a, b] = p;
+    constexpr int64_t kTile = 256;
+    const bool dense_o = s[0] == 1 && outer[0] == n;
+    const bool a_rows = s[1] == 1 && outer[1] == n, b_rows = s[2] == 1 && outer[2] == n;
+    const bool b_repeated = s[2] == 1 && outer[2] == 0, a_repeated = s[1] == 1 && outer[1] == 0;
+    if (rows > 1 && n < kTile / 4 && dense_o && ((a_rows && b_repeated) || (b_rows && a_repeated))) {
+        const int64_t k = kTile / n;  // rows per tile
+        const float* repeated = b_repeated ? b : a;
+        float tile[kTile];
+        for (int64_t j = 0; j < k; ++j) std::copy_n(repeated, n, tile + j * n);
+        for (int64_t r = 0; r < rows; r += k) {
+            const int64_t count = std::min(k, rows - r) * n;
+            if (b_repeated) {
+                forward_contiguous(o + r * n, a + r * n, tile, count, op);
+            } else {
+                forward_contiguous(o + r * n, tile, b + r * n, count, op);
+            }
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; ++r) binary_forward_run({o + r * outer[0], a + r * outer[1], b + r * outer[2]}, s, n, op);
 }
 
 // dx[i] (Store) = op.grad<Which>(a[i], b[i], dy[i]) for a run; s: strides of (dx, dy, a, b).
@@ -92,8 +123,14 @@ private:
             const Tensor& rb = b.defined() ? b : dy;
             const StridedLoop<4> loop(out_shape, {contiguous_strides(out_shape), contiguous_strides(out_shape),
                                                   broadcast_strides(ra, out_shape), broadcast_strides(rb, out_shape)});
-            loop.run(std::tuple<float*, const float*, const float*, const float*>{d, dy.data(), ra.data(), rb.data()},
-                     [this](const auto& p, const auto& s, int64_t n) { binary_backward_run<Store, Which>(p, s, n, op); });
+            loop.run_rows(std::tuple<float*, const float*, const float*, const float*>{d, dy.data(), ra.data(), rb.data()},
+                          [this](const auto& p, const auto& s, int64_t n, const auto& outer, int64_t rows) {
+                              const auto [pd, pdy, pa, pb] = p;
+                              for (int64_t r = 0; r < rows; ++r) {
+                                  binary_backward_run<Store, Which>({pd + r * outer[0], pdy + r * outer[1],
+                                                                     pa + r * outer[2], pb + r * outer[3]}, s, n, op);
+                              }
+                          });
         };
         if (shape == out_shape) {
             dx.write(write);
@@ -116,8 +153,10 @@ Tensor binary_op(const Tensor& a, const Tensor& b, const char* name, const Op op
     const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
     Tensor out = empty(shape);
     const StridedLoop<3> loop(shape, {contiguous_strides(shape), broadcast_strides(a, shape), broadcast_strides(b, shape)});
-    loop.run(std::tuple<float*, const float*, const float*>{out.data(), a.data(), b.data()},
-             [op](const auto& p, const auto& s, int64_t n) { binary_forward_run(p, s, n, op); });
+    loop.run_rows(std::tuple<float*, const float*, const float*>{out.data(), a.data(), b.data()},
+                  [op](const auto& p, const auto& s, int64_t n, const auto& outer, int64_t rows) {
+                      binary_forward_rows(p, s, n, outer, rows, op);
+                  });
     auto* node = Op::kSavesInputs ? record<BinaryBackward<Op>>(out, {a, b}, {a, b}) : record<BinaryBackward<Op>>(out, {a, b});
     if (node) node->op = op, node->a_shape = a.shape(), node->b_shape = b.shape();
     return out;
@@ -391,8 +430,11 @@ void inplace_binary(Tensor& self, const Tensor& other_in, const char* name, cons
     if (Op::kSavesInputs && grad_mode_enabled() && other_in.requires_grad()) old = self.detach().clone();
     const Shape& shape = self.shape();
     const StridedLoop<2> loop(shape, {self.strides(), broadcast_strides(other, shape)});
-    loop.run(std::tuple<float*, const float*>{self.data(), other.data()},
-             [op](const auto& p, const auto& s, int64_t n) { inplace_run(p, s, n, op); });
+    loop.run_rows(std::tuple<float*, const float*>{self.data(), other.data()},
+                  [op](const auto& p, const auto& s, int64_t n, const auto& outer, int64_t rows) {
+                      const auto [a, b] = p;
+                      for (int64_t r = 0; r < rows; ++r) inplace_run({a + r * outer[0], b + r * outer[1]}, s, n, op);
+                  });
     auto* node = Op::kSavesInputs ? record_inplace<BinaryBackward<Op>>(self, {other_in}, {old, other})
                                   : record_inplace<BinaryBackward<Op>>(self, {other_in});
     if (node) node->op = op, node->a_shape = shape, node->b_shape = other.shape();
