@@ -240,7 +240,8 @@ void Tensor::bump_version() const { ++impl().storage->version; }
 // ---------------------------------------------------------------- in-place updates
 
 namespace {
-// In-place updates are not recorded: refuse the tensors whose gradients they would corrupt.
+// fill_, copy_, uniform_ and normal_ are not recorded: refuse the tensors whose gradients they
+// would corrupt. (The recorded arithmetic ones, add_ and the like, are in ops/elementwise.cpp.)
 void check_inplace(const Tensor& t, const char* op) {
     if (!grad_mode_enabled() || !t.requires_grad()) return;
     if (t.is_leaf()) {
@@ -294,33 +295,6 @@ Tensor& Tensor::copy_(const Tensor& src) {
             detail::for_each_offset2(walk, dst_strides, d.offset, src_strides, s.offset,
                                      [&](int64_t a, int64_t b) { dst[a] = element<D>(s, b); });
         });
-    }
-    bump_version();
-    return *this;
-}
-
-Tensor& Tensor::mul_(float factor) {
-    check_inplace(*this, "mul_");
-    for_each_element<float>(*this, [factor](float& e) { e *= factor; });
-    bump_version();
-    return *this;
-}
-
-Tensor& Tensor::add_(const Tensor& other, float alpha) {
-    check_inplace(*this, "add_");
-    NORMNET_CHECK(other.numel() == numel(), "add_: a tensor of shape ", other.shape(),
-                  " cannot be added to one of shape ", shape());
-    if (is_contiguous() && other.is_contiguous()) {
-        float* d = data();
-        const float* o = other.data();
-        const int64_t n = numel();
-        for (int64_t i = 0; i < n; ++i) d[i] += alpha * o[i];
-    } else {
-        NORMNET_CHECK(other.shape() == shape(), "add_: shapes ", other.shape(), " and ", shape(), " differ");
-        float* dst = static_cast<float*>(impl().storage->data);
-        const float* s = other.data() - other.impl().offset;
-        detail::for_each_offset2(shape(), strides(), impl().offset, other.strides(), other.impl().offset,
-                                 [&](int64_t a, int64_t b) { dst[a] += alpha * s[b]; });
     }
     bump_version();
     return *this;

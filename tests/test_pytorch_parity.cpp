@@ -144,6 +144,12 @@ TEST_CASE("parity: in-place updates of a leaf that requires grad are refused in 
     }
     w.detach().add_(ones({3}));  // and through detach(), sharing the data
     CHECK(w.to_vector() == std::vector<float>{3, 3, 3});
-    Tensor h = mul(w, 1.0f);
-    CHECK_THROWS_WITH(h.add_(ones({3})), Contains("not recorded by autograd"));
+    // A non-leaf may be updated in place: the update is recorded, as torch records it.
+    Tensor h = mul(w, 2.0f);
+    h.add_(ones({3}));
+    CHECK(std::string(h.grad_fn()->name()) == "AddBackward0");
+    sum(h).backward();
+    CHECK(w.grad().to_vector() == std::vector<float>{2, 2, 2});
+    // fill_ and copy_ are not recorded, so they still refuse it.
+    CHECK_THROWS_WITH(mul(w, 1.0f).fill_(0), Contains("not recorded by autograd"));
 }

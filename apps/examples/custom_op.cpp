@@ -45,8 +45,8 @@ struct GeluFunction : Function<GeluFunction> {
     }
 };
 
-/// The op as a layer, so it goes into Sequential like ReLU.
-class GELU : public Module {
+/// The op as a layer, so it goes into Sequential like ReLU (normnet::GELU is the built-in one).
+class CustomGELU : public Module {
 public:
     Tensor forward(const Tensor& x) override { return GeluFunction::apply(x); }
 };
@@ -83,7 +83,7 @@ int main(int argc, char** argv) try {
     Generator gen(42);
     auto [inputs, labels] = spirals(points, gen);
     DataLoader loader(inputs, labels, {.batch_size = 64, .shuffle = true});
-    Sequential model{Linear(2, 64), GELU(), Linear(64, 64), GELU(), Linear(64, 2)};
+    Sequential model{Linear(2, 64), CustomGELU(), Linear(64, 64), CustomGELU(), Linear(64, 2)};
     std::cout << model.to_string() << "\n";
     Adam optimizer(model.named_parameters(), {.lr = 1e-2});
     for (int64_t epoch = 1; epoch <= epochs; ++epoch) {

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -204,18 +205,15 @@ public:
     /// True when both tensors view the same storage.
     bool shares_storage(const Tensor& other) const;
 
-    // In-place updates. They are not recorded by autograd: in grad mode they refuse a leaf that
-    // requires grad (as PyTorch does; use NoGradGuard or detach() for initialisation), and each
-    // bumps the storage's version counter, so a backward that needs the old values fails loudly.
+    // In-place updates. fill_, copy_, uniform_ and normal_ are not recorded by autograd: in grad
+    // mode they refuse a leaf that requires grad (as PyTorch does; use NoGradGuard or detach()
+    // for initialisation), and each bumps the storage's version counter, so a backward that
+    // needs the old values fails loudly. The arithmetic ones below (add_ ... /=) are recorded.
     Tensor& fill_(double value);
     /// fill_(0).
     Tensor& zero_() { return fill_(0.0); }
     /// Copies src's values (same number of elements, any dtype: converted) into this tensor.
     Tensor& copy_(const Tensor& src);
-    /// this *= factor.
-    Tensor& mul_(float factor);
-    /// this += alpha * other (same number of elements).
-    Tensor& add_(const Tensor& other, float alpha = 1.0f);
     /// Fills with values uniform in [low, high).
     Tensor& uniform_(float low, float high, Generator& gen = default_generator());
     /// Fills with normal values of the given mean and standard deviation.
@@ -224,6 +222,91 @@ public:
     uint32_t version() const;
     /// Records an in-place update of the data done through data() (bumps the version counter).
     void bump_version() const;
+
+    // Elementwise math as methods, as torch::Tensor's (src/ops/elementwise.cpp, unary.cpp,
+    // activation.cpp, compare.cpp; the functions of ops.hpp document them).
+    // In-place arithmetic (other broadcast to this tensor's shape), recorded by autograd as torch
+    // records it: this tensor's grad_fn becomes the op's node, its version counter is bumped. As
+    // torch, a leaf that requires grad is refused in grad mode (NoGradGuard for updates); so is
+    // (a normnet limit) a view of a tensor that requires grad, or a view updated with one.
+    /// this += alpha * other.
+    Tensor& add_(const Tensor& other, float alpha = 1.0f);
+    /// this -= alpha * other.
+    Tensor& sub_(const Tensor& other, float alpha = 1.0f);
+    /// this *= other.
+    Tensor& mul_(const Tensor& other);
+    /// this /= other.
+    Tensor& div_(const Tensor& other);
+    /// this += alpha * other, this -= alpha * other, this *= factor, this /= divisor.
+    Tensor& add_(float other, float alpha = 1.0f);
+    Tensor& sub_(float other, float alpha = 1.0f);
+    Tensor& mul_(float factor);
+    Tensor& div_(float divisor);
+    Tensor& operator+=(const Tensor& other);
+    Tensor& operator-=(const Tensor& other);
+    Tensor& operator*=(const Tensor& other);
+    Tensor& operator/=(const Tensor& other);
+    Tensor& operator+=(float other);
+    Tensor& operator-=(float other);
+    Tensor& operator*=(float other);
+    Tensor& operator/=(float other);
+    /// Sets the elements where mask (bool, broadcast to this shape) is true to value.
+    Tensor& masked_fill_(const Tensor& mask, double value);
+    Tensor add(const Tensor& other, float alpha = 1.0f) const;
+    Tensor add(float other, float alpha = 1.0f) const;
+    Tensor sub(const Tensor& other, float alpha = 1.0f) const;
+    Tensor sub(float other, float alpha = 1.0f) const;
+    Tensor mul(const Tensor& other) const;
+    Tensor mul(float other) const;
+    Tensor div(const Tensor& other) const;
+    Tensor div(float other) const;
+    Tensor pow(const Tensor& exponent) const;
+    Tensor pow(float exponent) const;
+    Tensor maximum(const Tensor& other) const;
+    Tensor minimum(const Tensor& other) const;
+    Tensor neg() const;
+    Tensor exp() const;
+    Tensor expm1() const;
+    Tensor log() const;
+    Tensor log1p() const;
+    Tensor sqrt() const;
+    Tensor rsqrt() const;
+    Tensor reciprocal() const;
+    Tensor abs() const;
+    Tensor square() const;
+    Tensor sign() const;
+    Tensor erf() const;
+    Tensor clamp(std::optional<float> min = std::nullopt, std::optional<float> max = std::nullopt) const;
+    Tensor clamp_min(float min) const;
+    Tensor clamp_max(float max) const;
+    Tensor relu() const;
+    Tensor tanh() const;
+    Tensor sigmoid() const;
+    Tensor softmax(int dim) const;
+    Tensor log_softmax(int dim) const;
+    // Comparisons and selection: bool masks.
+    Tensor eq(const Tensor& other) const;
+    Tensor ne(const Tensor& other) const;
+    Tensor lt(const Tensor& other) const;
+    Tensor le(const Tensor& other) const;
+    Tensor gt(const Tensor& other) const;
+    Tensor ge(const Tensor& other) const;
+    Tensor eq(double other) const;
+    Tensor ne(double other) const;
+    Tensor lt(double other) const;
+    Tensor le(double other) const;
+    Tensor gt(double other) const;
+    Tensor ge(double other) const;
+    Tensor isnan() const;
+    Tensor isinf() const;
+    Tensor isfinite() const;
+    Tensor logical_not() const;
+    Tensor logical_and(const Tensor& other) const;
+    Tensor logical_or(const Tensor& other) const;
+    Tensor logical_xor(const Tensor& other) const;
+    /// where(condition, *this, other).
+    Tensor where(const Tensor& condition, const Tensor& other) const;
+    Tensor masked_fill(const Tensor& mask, double value) const;
 
     // Autograd.
     bool requires_grad() const;

@@ -1,7 +1,14 @@
-// Activation functions with their backwards: relu.
+// Activation functions with their backwards: relu (written out, as the README's example of an
+// op), the pointwise activations as structs of the unary machinery (unary.hpp), and softmax and
+// log_softmax over any dimension.
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
 #include "loop.hpp"
 #include "normnet/ops.hpp"
 #include "op.hpp"
+#include "unary.hpp"
 
 namespace normnet {
 namespace detail {
@@ -50,5 +57,309 @@ Tensor relu(const Tensor& x_in) {
     detail::record<detail::ReluBackward>(y, {x}, {y});  // output, inputs, saved tensors
     return y;
 }
+
+// ---- pointwise activations ----------------------------------------------------------------
+// Forward formulas as torch's kernels (Activation.cpp), except where a rewrite is exact in real
+// arithmetic and more accurate in float: the tanh form of GELU as x * sigmoid(2z), and sigmoid
+// and SiLU keeping their precision for large negative x (torch's 1 / (1 + e^-x) flushes to 0).
+
+namespace detail {
+namespace {
+
+// y = x > 0 ? x : slope * x; dx = dy or slope * dy
+struct LeakyReluOp {
+    static constexpr const char* kBackwardName = "LeakyReluBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float slope = 0.01f;
+    float value(float x) const { return x > 0.0f ? x : x * slope; }
+    float grad(float x, float, float dy) const { return x > 0.0f ? dy : dy * slope; }
+};
+
+// y = x > 0 ? x : alpha (e^x - 1); dx = dy or dy * alpha e^x
+struct EluOp {
+    static constexpr const char* kBackwardName = "EluBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float alpha = 1.0f;
+    float value(float x) const { return x > 0.0f ? x : vmath::expm1(x) * alpha; }
+    float grad(float x, float, float dy) const { return x > 0.0f ? dy : dy * (alpha * vmath::exp(x)); }
+};
+
+// y = x Phi(x); dx = dy (Phi(x) + x phi(x)), phi the standard normal density
+struct GeluOp {
+    static constexpr const char* kBackwardName = "GeluBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float value(float x) const { return vmath::gelu(x); }
+    float grad(float x, float, float dy) const {
+        const float pdf = 0.398942280401432678f * vmath::exp(-0.5f * (x * x));
+        return dy * (vmath::normal_cdf(x) + x * pdf);
+    }
+};
+
+// y = x s, s = sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3) (= x (1 + tanh z) / 2);
+// dx = dy (s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 * 0.044715 x^2))
+struct GeluTanhOp {
+    static constexpr const char* kBackwardName = "GeluBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float value(float x) const { return vmath::gelu_tanh(x); }
+    float grad(float x, float, float dy) const {
+        const float x2 = x * x;
+        const float z = vmath::kGeluBeta * (x + vmath::kGeluKappa * (x2 * x));
+        const float s = vmath::sigmoid(z + z);
+        const float dz = vmath::kGeluBeta * (1.0f + (3.0f * vmath::kGeluKappa) * x2);
+        return dy * (s + 2.0f * x * (s * (1.0f - s)) * dz);
+    }
+};
+
+// y = x sigmoid(x); dx = dy s (1 + x (1 - s))
+struct SiluOp {
+    static constexpr const char* kBackwardName = "SiluBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float value(float x) const { return x * vmath::sigmoid(x); }
+    float grad(float x, float, float dy) const {
+        const float s = vmath::sigmoid(x);
+        return dy * (s * (1.0f + x * (1.0f - s)));
+    }
+};
+
+// y = tanh x; dx = dy (1 - y^2)
+struct TanhOp {
+    static constexpr const char* kBackwardName = "TanhBackward0";
+    static constexpr Uses kUses = Uses::output;
+    float value(float x) const { return vmath::tanh(x); }
+    float grad(float, float y, float dy) const { return dy * (1.0f - y * y); }
+};
+
+// y = 1 / (1 + e^-x); dx = dy (1 - y) y
+struct SigmoidOp {
+    static constexpr const char* kBackwardName = "SigmoidBackward0";
+    static constexpr Uses kUses = Uses::output;
+    float value(float x) const { return vmath::sigmoid(x); }
+    float grad(float, float y, float dy) const { return dy * ((1.0f - y) * y); }
+};
+
+// y = beta x > threshold ? x : log(1 + e^(beta x)) / beta; dx = dy or dy e / (e + 1), e = e^(beta x)
+struct SoftplusOp {
+    static constexpr const char* kBackwardName = "SoftplusBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float beta = 1.0f, threshold = 20.0f;
+    float value(float x) const {
+        const float bx = x * beta;
+        return bx > threshold ? x : vmath::log1p(vmath::exp(bx)) / beta;
+    }
+    float grad(float x, float, float dy) const {
+        const float bx = x * beta;
+        const float e = vmath::exp(bx);
+        return bx > threshold ? dy : dy * e / (e + 1.0f);
+    }
+};
+
+}  // namespace
+}  // namespace detail
+
+Tensor leaky_relu(const Tensor& x, float negative_slope) {
+    return detail::unary_op(x, "leaky_relu", detail::LeakyReluOp{negative_slope});
+}
+Tensor elu(const Tensor& x, float alpha) { return detail::unary_op(x, "elu", detail::EluOp{alpha}); }
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+    if (approximate == "none") return detail::unary_op(x, "gelu", detail::GeluOp{});
+    NORMNET_CHECK(approximate == "tanh", "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+    return detail::unary_op(x, "gelu", detail::GeluTanhOp{});
+}
+Tensor silu(const Tensor& x) { return detail::unary_op(x, "silu", detail::SiluOp{}); }
+Tensor tanh(const Tensor& x) { return detail::unary_op(x, "tanh", detail::TanhOp{}); }
+Tensor sigmoid(const Tensor& x) { return detail::unary_op(x, "sigmoid", detail::SigmoidOp{}); }
+Tensor softplus(const Tensor& x, float beta, float threshold) {
+    return detail::unary_op(x, "softplus", detail::SoftplusOp{beta, threshold});
+}
+
+Tensor Tensor::relu() const { return normnet::relu(*this); }
+Tensor Tensor::tanh() const { return normnet::tanh(*this); }
+Tensor Tensor::sigmoid() const { return normnet::sigmoid(*this); }
+
+// ---- softmax and log_softmax over any dim -----------------------------------------------------
+// x is seen as [outer, C, inner], C the softmax dimension. Rows (inner = 1) are done one at a
+// time; otherwise blocks of up to kColumns neighbouring columns are done together, the inner
+// loops running along them (unit stride, vectorised), with their maxima and sums on the stack.
+// Sums of exponentials accumulate in double. log_softmax is formed as (x - max) - log(sum),
+// never x - (max + log(sum)): at logits of 1e4 the latter rounds to 1e-3.
+
+namespace detail {
+namespace {
+
+constexpr int64_t kColumns = 256;
+
+// y: [R, C] = softmax (kLog false) or log_softmax (kLog true) of each row of x: [R, C]
+template <bool kLog>
+void softmax_rows_forward(float* __restrict y, const float* __restrict x, int64_t R, int64_t C) {
+    for (int64_t r = 0; r < R; ++r) {
+        const float* xr = x + r * C;
+        float* yr = y + r * C;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (int64_t c = 0; c < C; ++c) m = xr[c] > m ? xr[c] : m;  // (std::max here stays scalar)
+        double s = 0.0;
+        if constexpr (kLog) {
+#pragma omp simd reduction(+ : s)
+            for (int64_t c = 0; c < C; ++c) s += vmath::exp(xr[c] - m);
+            const float log_s = static_cast<float>(std::log(s));
+            for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) - log_s;
+        } else {
+#pragma omp simd reduction(+ : s)
+            for (int64_t c = 0; c < C; ++c) {
+                const float e = vmath::exp(xr[c] - m);
+                yr[c] = e;
+                s += e;
+            }
+            const float inv = static_cast<float>(1.0 / s);
+            for (int64_t c = 0; c < C; ++c) yr[c] *= inv;
+        }
+    }
+}
+
+// The same over n <= kColumns neighbouring columns of one [C, inner] block: x, y point at the
+// first column's element c = 0.
+template <bool kLog>
+void softmax_columns_forward(float* __restrict y, const float* __restrict x, int64_t C, int64_t inner, int64_t n) {
+    float m[kColumns];
+    double s[kColumns];
+    for (int64_t j = 0; j < n; ++j) m[j] = -INFINITY, s[j] = 0.0;
+    for (int64_t c = 0; c < C; ++c) {
+        const float* xc = x + c * inner;
+        for (int64_t j = 0; j < n; ++j) m[j] = xc[j] > m[j] ? xc[j] : m[j];
+    }
+    for (int64_t c = 0; c < C; ++c) {
+        const float* xc = x + c * inner;
+        float* yc = y + c * inner;
+        for (int64_t j = 0; j < n; ++j) {
+            const float e = vmath::exp(xc[j] - m[j]);
+            if constexpr (!kLog) yc[j] = e;
+            s[j] += e;
+        }
+    }
+    float t[kColumns];  // log(sum) or 1 / sum
+    for (int64_t j = 0; j < n; ++j) t[j] = static_cast<float>(kLog ? std::log(s[j]) : 1.0 / s[j]);
+    for (int64_t c = 0; c < C; ++c) {
+        const float* xc = x + c * inner;
+        float* yc = y + c * inner;
+        for (int64_t j = 0; j < n; ++j) yc[j] = kLog ? (xc[j] - m[j]) - t[j] : yc[j] * t[j];
+    }
+}
+
+// dx: [R, C] (Store) = y (dy - sum(dy y)) (softmax) or dy - e^y sum(dy) (log_softmax), by rows
+template <class Store, bool kLog>
+void softmax_rows_backward(float* __restrict dx, const float* __restrict dy, const float* __restrict y, int64_t R,
+                           int64_t C) {
+    for (int64_t r = 0; r < R; ++r) {
+        const float* dyr = dy + r * C;
+        const float* yr = y + r * C;
+        float* dxr = dx + r * C;
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t c = 0; c < C; ++c) s += kLog ? dyr[c] : dyr[c] * yr[c];
+        const float sf = static_cast<float>(s);
+        for (int64_t c = 0; c < C; ++c) {
+            Store::put(dxr[c], kLog ? dyr[c] - vmath::exp(yr[c]) * sf : yr[c] * (dyr[c] - sf));
+        }
+    }
+}
+
+// The same over n <= kColumns neighbouring columns of one [C, inner] block.
+template <class Store, bool kLog>
+void softmax_columns_backward(float* __restrict dx, const float* __restrict dy, const float* __restrict y, int64_t C,
+                              int64_t inner, int64_t n) {
+    double s[kColumns];
+    for (int64_t j = 0; j < n; ++j) s[j] = 0.0;
+    for (int64_t c = 0; c < C; ++c) {
+        const float* dyc = dy + c * inner;
+        const float* yc = y + c * inner;
+        for (int64_t j = 0; j < n; ++j) s[j] += kLog ? dyc[j] : dyc[j] * yc[j];
+    }
+    float sf[kColumns];
+    for (int64_t j = 0; j < n; ++j) sf[j] = static_cast<float>(s[j]);
+    for (int64_t c = 0; c < C; ++c) {
+        const float* dyc = dy + c * inner;
+        const float* yc = y + c * inner;
+        float* dxc = dx + c * inner;
+        for (int64_t j = 0; j < n; ++j) {
+            Store::put(dxc[j], kLog ? dyc[j] - vmath::exp(yc[j]) * sf[j] : yc[j] * (dyc[j] - sf[j]));
+        }
+    }
+}
+
+// The [outer, C, inner] view of a softmax over one dimension.
+struct SoftmaxDims {
+    int64_t outer = 1, C = 1, inner = 1;
+};
+
+// Calls rows(offset, R) or columns(offset, n) over the whole tensor, split between threads:
+// offsets are element offsets of the first row or column of each piece.
+template <class Rows, class Columns>
+void for_softmax_pieces(const SoftmaxDims& d, Rows&& rows, Columns&& columns) {
+    if (d.inner == 1) {
+        parallel_for(d.outer, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(d.C, 1)),
+                     [&](int64_t b, int64_t e) { rows(b * d.C, e - b); });
+        return;
+    }
+    const int64_t blocks = (d.inner + kColumns - 1) / kColumns;  // per outer index
+    const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(d.C * kColumns, 1));
+    parallel_for(d.outer * blocks, grain, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+            const int64_t o = p / blocks, j0 = (p % blocks) * kColumns;
+            columns(o * d.C * d.inner + j0, std::min(kColumns, d.inner - j0));
+        }
+    });
+}
+
+template <bool kLog>
+class SoftmaxBackward final : public OpNode {
+public:
+    SoftmaxDims dims;
+    const char* name() const override { return kLog ? "LogSoftmaxBackward0" : "SoftmaxBackward0"; }
+    void backward(const Tensor& dy) override {
+        const GradOut dx = grad_out(0);
+        if (!dx) return;
+        const float* y = saved(0).data();
+        const float* g = dy.data();
+        dx.write([&]<class Store>(float* d) {
+            for_softmax_pieces(
+                dims, [&](int64_t at, int64_t R) { softmax_rows_backward<Store, kLog>(d + at, g + at, y + at, R, dims.C); },
+                [&](int64_t at, int64_t n) {
+                    softmax_columns_backward<Store, kLog>(d + at, g + at, y + at, dims.C, dims.inner, n);
+                });
+        });
+    }
+};
+
+template <bool kLog>
+Tensor softmax_op(const Tensor& x_in, int dim, const char* op) {
+    NORMNET_CHECK(x_in.dtype() == kFloat32, op, ": expected a float32 tensor, got ", x_in.dtype());
+    const int nd = std::max(x_in.dim(), 1);  // a 0-d tensor is one row of one element, as torch
+    NORMNET_CHECK(dim >= -nd && dim < nd, op, ": dimension out of range (expected to be in range of [", -nd, ", ",
+                  nd - 1, "], but got ", dim, ") for a tensor of shape ", x_in.shape());
+    const int d = dim < 0 ? dim + nd : dim;
+    const Tensor x = x_in.contiguous();
+    SoftmaxDims dims;
+    for (int k = 0; k < x.dim(); ++k) {
+        (k < d ? dims.outer : k == d ? dims.C : dims.inner) *= x.size(k);
+    }
+    Tensor y = empty(x.shape());
+    float* yp = y.data();
+    const float* xp = x.data();
+    if (y.numel() > 0) {
+        for_softmax_pieces(
+            dims, [&](int64_t at, int64_t R) { softmax_rows_forward<kLog>(yp + at, xp + at, R, dims.C); },
+            [&](int64_t at, int64_t n) { softmax_columns_forward<kLog>(yp + at, xp + at, dims.C, dims.inner, n); });
+    }
+    if (auto* node = record<SoftmaxBackward<kLog>>(y, {x}, {y})) node->dims = dims;
+    return y;
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor softmax(const Tensor& x, int dim) { return detail::softmax_op<false>(x, dim, "softmax"); }
+Tensor log_softmax(const Tensor& x, int dim) { return detail::softmax_op<true>(x, dim, "log_softmax"); }
+Tensor Tensor::softmax(int dim) const { return normnet::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int dim) const { return normnet::log_softmax(*this, dim); }
 
 }  // namespace normnet

@@ -75,6 +75,17 @@ public:
         parallel_for(numel_, kElementGrain, [&](int64_t b, int64_t e) { run_range(base, b, e, kernel); });
     }
 
+    /// As run(), but kernel(ptrs, strides, n, outer, rows) gets up to `rows` runs of n at once,
+    /// run r starting at ptrs[k] + r * outer[k] (the strides of the next dimension out): for
+    /// loops whose innermost dimension is short, where a call per run ([N, 2] + [2]) cost 20
+    /// times the arithmetic.
+    template <class Ptrs, class Kernel>
+    void run_rows(const Ptrs& base, Kernel&& kernel) const {
+        parallel_for(numel_, kElementGrain, [&](int64_t b, int64_t e) {
+            run_rows_impl(base, b, e, kernel, std::make_integer_sequence<int, K>{});
+        });
+    }
+
 private:
     template <class Ptrs, class Kernel, int... Ks>
     void run_range_impl(const Ptrs& base, int64_t begin, int64_t end, Kernel& kernel,
@@ -96,6 +107,39 @@ private:
             for (int d = last; d > 0 && index[static_cast<size_t>(d)] == size_[d]; --d) {
                 index[static_cast<size_t>(d)] = 0;
                 ++index[static_cast<size_t>(d - 1)];
+            }
+        }
+    }
+
+    template <class Ptrs, class Kernel, int... Ks>
+    void run_rows_impl(const Ptrs& base, int64_t begin, int64_t end, Kernel& kernel,
+                       std::integer_sequence<int, Ks...>) const {
+        const int last = nd_ - 1;
+        std::array<int64_t, kMaxDims> index{};
+        int64_t rest = begin;
+        for (int d = last; d >= 0; --d) {
+            index[static_cast<size_t>(d)] = rest % size_[d];
+            rest /= size_[d];
+        }
+        const std::array<int64_t, K> inner{stride_[Ks][last]...};
+        const std::array<int64_t, K> outer{(last > 0 ? stride_[Ks][last - 1] : 0)...};
+        const int64_t row = size_[last];
+        int64_t pos = begin;
+        while (pos < end) {
+            int64_t n = std::min(row - index[static_cast<size_t>(last)], end - pos), rows = 1;
+            if (last > 0 && index[static_cast<size_t>(last)] == 0) {  // whole rows, within dimension last - 1
+                rows = std::min((end - pos) / row, size_[last - 1] - index[static_cast<size_t>(last - 1)]);
+                rows = std::max<int64_t>(rows, 1);
+            }
+            kernel(Ptrs{(std::get<Ks>(base) + offset_of(Ks, index))...}, inner, n, outer, rows);
+            pos += rows * n;
+            if (rows > 1) {
+                index[static_cast<size_t>(last - 1)] += rows;
+            } else {
+                index[static_cast<size_t>(last)] += n;
+            }
+            for (int d = last; d > 0; --d) {
+                if (index[static_cast<size_t>(d)] == size_[d]) index[static_cast<size_t>(d)] = 0, ++index[static_cast<size_t>(d - 1)];
             }
         }
     }

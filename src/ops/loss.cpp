@@ -1,6 +1,7 @@
-// Losses over a class dimension and their backwards: log_softmax, nll_loss, the fused
-// cross_entropy (log-softmax and NLL in one pass, saving only each position's maximum and
-// log-sum-exp), count_correct; and the reduction every loss shares (loss.hpp).
+// Losses over a class dimension and their backwards: nll_loss, the fused cross_entropy
+// (log-softmax and NLL in one pass, saving only each position's maximum and log-sum-exp),
+// count_correct; and the reduction every loss shares (loss.hpp). (log_softmax itself, over any
+// dimension, is in activation.cpp.)
 // Log-probabilities are formed as (x - max) - log(sum exp(x - max)), never x - (max + log(...)):
 // at logits of 1e4 the latter rounds to 1e-3.
 #include <algorithm>
@@ -15,70 +16,6 @@
 #include "op.hpp"
 
 namespace normnet {
-namespace detail {
-namespace {
-
-// max: [N] = row maxima, log_sum: [N] = log(sum(exp(x - max))) of x: [N, C]
-void row_log_sum_exp(float* max, float* log_sum, const float* x, int64_t N, int64_t C) {
-    for (int64_t n = 0; n < N; ++n) {
-        const float* row = x + n * C;
-        const float m = C > 0 ? *std::max_element(row, row + C) : -INFINITY;
-        double s = 0.0;
-        for (int64_t c = 0; c < C; ++c) s += std::exp(row[c] - m);
-        max[n] = m;
-        log_sum[n] = static_cast<float>(std::log(s));
-    }
-}
-
-// ---- log_softmax (over the last dimension) ----------------------------------------------------
-
-// out: [N, C] = (x - max) - log_sum
-void log_softmax_forward(float* out, const float* x, const float* max, const float* log_sum, int64_t N, int64_t C) {
-    for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) out[n * C + c] = (x[n * C + c] - max[n]) - log_sum[n];
-    }
-}
-
-// dx: [N, C] (Store) = dy - softmax * sum(dy), row by row; y: [N, C] the saved log-probabilities
-template <class Store>
-void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t N, int64_t C) {
-    for (int64_t n = 0; n < N; ++n) {
-        float s = 0.0f;
-        for (int64_t c = 0; c < C; ++c) s += dy[n * C + c];
-        for (int64_t c = 0; c < C; ++c) Store::put(dx[n * C + c], dy[n * C + c] - std::exp(y[n * C + c]) * s);
-    }
-}
-
-class LogSoftmaxBackward final : public OpNode {
-public:
-    int64_t N = 0, C = 0;
-    const char* name() const override { return "LogSoftmaxBackward0"; }
-    void backward(const Tensor& dout) override {
-        const Tensor& y = saved(0);
-        if (const GradOut dx = grad_out(0)) {
-            dx.write([&]<class Store>(float* d) { log_softmax_backward<Store>(d, dout.data(), y.data(), N, C); });
-        }
-    }
-};
-
-}  // namespace
-}  // namespace detail
-
-Tensor log_softmax(const Tensor& x_in, int dim) {
-    NORMNET_CHECK(x_in.dtype() == kFloat32, "log_softmax: expected a float32 tensor, got ", x_in.dtype());
-    NORMNET_CHECK(x_in.dim() >= 1 && (dim == -1 || dim == x_in.dim() - 1),
-                  "log_softmax: only the last dimension is supported, got dim ", dim, " for shape ", x_in.shape());
-    const Tensor x = x_in.contiguous();
-    const int64_t C = x.size(-1);
-    int64_t N = 1;
-    for (int d = 0; d + 1 < x.dim(); ++d) N *= x.size(d);
-    Tensor out = empty(x.shape()), max = empty({N}), log_sum = empty({N});
-    detail::row_log_sum_exp(max.data(), log_sum.data(), x.data(), N, C);
-    detail::log_softmax_forward(out.data(), x.data(), max.data(), log_sum.data(), N, C);
-    if (auto* node = detail::record<detail::LogSoftmaxBackward>(out, {x}, {out})) node->N = N, node->C = C;
-    return out;
-}
-
 namespace detail {
 
 // ---- The reduction shared by every loss -------------------------------------------------------
