@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
@@ -54,6 +57,61 @@ NORMNET_API Tensor mean(const Tensor& x);
 NORMNET_API Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false);
 /// Mean over the dimensions `dims` (all when empty), keeping them as size 1 when keepdim.
 NORMNET_API Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false);
+
+// ---- shape.cpp: views and copies of a tensor's layout ------------------------------------------
+/// The tensors given to cat and stack: a braced list {a, b, c}, a std::vector<Tensor> or a span
+/// (as libtorch's TensorList). It refers to them only during the call.
+class TensorList {
+public:
+    TensorList(std::initializer_list<Tensor> list) : span_(list.begin(), list.size()) {}  // NOLINT: implicit
+    TensorList(const std::vector<Tensor>& tensors) : span_(tensors) {}                   // NOLINT: implicit
+    TensorList(std::span<const Tensor> tensors) : span_(tensors) {}                     // NOLINT: implicit
+    size_t size() const { return span_.size(); }
+    bool empty() const { return span_.empty(); }
+    const Tensor& operator[](size_t i) const { return span_[i]; }
+    const Tensor* begin() const { return span_.data(); }
+    const Tensor* end() const { return span_.data() + span_.size(); }
+    std::span<const Tensor> span() const { return span_; }
+
+private:
+    std::span<const Tensor> span_;
+};
+/// The tensors joined along dim (same dtype; equal sizes except along dim; 1-D empty tensors are
+/// skipped, as torch's legacy rule).
+NORMNET_API Tensor cat(TensorList tensors, int64_t dim = 0);
+/// The tensors (all the same shape) joined along a new dimension dim.
+NORMNET_API Tensor stack(TensorList tensors, int64_t dim = 0);
+/// The functional forms of the Tensor methods of the same names.
+NORMNET_API Tensor reshape(const Tensor& x, const Shape& shape);
+NORMNET_API Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+NORMNET_API Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes);
+NORMNET_API Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+NORMNET_API Tensor permute(const Tensor& x, const Dims& dims);
+NORMNET_API Tensor unsqueeze(const Tensor& x, int64_t dim);
+NORMNET_API Tensor squeeze(const Tensor& x);
+NORMNET_API Tensor squeeze(const Tensor& x, int64_t dim);
+NORMNET_API Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+NORMNET_API Tensor select(const Tensor& x, int64_t dim, int64_t index);
+NORMNET_API std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+NORMNET_API std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& split_sizes,
+                                                 int64_t dim = 0);
+NORMNET_API std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+NORMNET_API std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+
+// ---- index.cpp: indexing by int64 index tensors -----------------------------------------------
+/// The entries index[i] (a 1-D int64 tensor) of dimension dim, copied.
+NORMNET_API Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/// Values of x along dim at the positions index gives (int64, as many dims as x, sizes no larger
+/// except along dim): out[i][j] = x[index[i][j]][j] for dim 0; out has index's shape.
+NORMNET_API Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// A copy of x with src added at the positions index gives along dim: out[index[i][j]][j] +=
+/// src[i][j] for dim 0. Differentiable in x and src (src's gradient is 0 beyond index's shape).
+NORMNET_API Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/// Rows of weight [num_embeddings, embedding_dim] at int64 indices of any shape -> [*indices, dim]
+/// (torch::nn::functional::embedding); the row padding_idx gets no gradient.
+NORMNET_API Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+/// int64 indices -> int64 [*indices, num_classes] with a 1 at each index; num_classes -1: max + 1.
+NORMNET_API Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 
 // ---- loss.cpp ---------------------------------------------------------------------------------
 /// log(softmax(x)) over the last dimension, computed stably.

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -197,6 +198,41 @@ public:
     /// The sub-tensor at index of dimension dim, without copying (removes that dim).
     Tensor select(int dim, int64_t index) const;
     Tensor operator[](int64_t index) const { return select(0, index); }
+    // More views and copies (src/ops/shape.cpp; torch's methods of the same names).
+    /// Splits dimension dim into `sizes` (one may be -1), without copying.
+    Tensor unflatten(int64_t dim, const Shape& sizes) const;
+    /// The dimensions reordered: result dim i is this tensor's dim dims[i].
+    Tensor permute(const Shape& dims) const;
+    /// A size-1 dimension inserted at dim (negative: counted from the end of the result).
+    Tensor unsqueeze(int64_t dim) const;
+    /// Every size-1 dimension removed.
+    Tensor squeeze() const;
+    /// Dimension dim removed when its size is 1 (unchanged otherwise, as torch).
+    Tensor squeeze(int64_t dim) const;
+    /// A view repeating size-1 dimensions (and new leading ones) to `sizes`; -1 keeps a size.
+    Tensor expand(const Shape& sizes) const;
+    /// expand(other.shape()).
+    Tensor expand_as(const Tensor& other) const;
+    /// Elements start, start + step, ... below end of dimension dim (Python's x[start:end:step]).
+    Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+                 int64_t step = 1) const;
+    /// Views of split_size elements along dim (the last may be shorter).
+    std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+    /// Views of the given sizes along dim (they must add up to its size).
+    std::vector<Tensor> split_with_sizes(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
+    /// `chunks` views of equal size along dim (ceil(size / chunks); fewer when that covers it, as torch).
+    std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+    /// The slices select(dim, i) for every i.
+    std::vector<Tensor> unbind(int64_t dim = 0) const;
+    /// A copy tiled repeats[d] times along each dim (more repeats than dims add leading dims).
+    Tensor repeat(const Shape& repeats) const;
+    // Indexing by int64 index tensors (src/ops/index.cpp).
+    /// The entries index[i] of dimension dim.
+    Tensor index_select(int64_t dim, const Tensor& index) const;
+    /// out[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); out has index's shape.
+    Tensor gather(int64_t dim, const Tensor& index) const;
+    /// A copy with src added at the positions index gives along dim (self[index[i][j]][j] += src[i][j]).
+    Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
     /// A new tensor with its own copy of the data (keeps the graph, like torch.clone).
     Tensor clone() const;
     /// Shares the data but not the graph: requires_grad false, no grad_fn.
@@ -286,6 +322,14 @@ NORMNET_API Tensor full(const Shape& shape, double value, Dtype dtype = kFloat32
 NORMNET_API Tensor arange(int64_t end, Dtype dtype = kFloat32);
 /// start, start + step, ... below end.
 NORMNET_API Tensor arange(double start, double end, double step = 1.0, Dtype dtype = kFloat32);
+/// `steps` values from start to end inclusive, evenly spaced (torch.linspace); src/ops/factory.cpp.
+NORMNET_API Tensor linspace(double start, double end, int64_t steps, Dtype dtype = kFloat32);
+/// int64 values uniform in [low, high), as torch.randint.
+NORMNET_API Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
+/// int64 values uniform in [0, high).
+NORMNET_API Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_generator());
+/// A random permutation of 0, ..., n - 1 (int64), as torch.randperm.
+NORMNET_API Tensor randperm(int64_t n, Generator& gen = default_generator());
 /// A float32 tensor holding `values` with the given shape (their counts must agree).
 NORMNET_API Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 /// An int64 tensor holding `values` (e.g. a std::vector<int64_t> of class labels) with the given shape.
