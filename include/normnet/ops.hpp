@@ -2,10 +2,13 @@
 // torch::nn::functional), grouped by the family file of src/ops/ that defines it with its backward.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "normnet/export.hpp"
@@ -48,15 +51,71 @@ NORMNET_API Tensor operator-(const Tensor& a);
 /// max(x, 0) elementwise, as torch.relu: NaN and -0.0 pass through.
 NORMNET_API Tensor relu(const Tensor& x);
 
-// ---- reduce.cpp -------------------------------------------------------------------------------
-/// Sum of all elements -> [].
+// ---- reduce.cpp, minmax.cpp, sort.cpp: reductions ------------------------------------------------
+// dims: the dimensions to reduce (negative count from the end); empty means all of them. keepdim
+// keeps them as size 1.
+/// Sum of all elements -> []. float32 stays float32; int64 and bool add up to int64 (as torch).
 NORMNET_API Tensor sum(const Tensor& x);
-/// Mean of all elements -> [] (nan for an empty tensor, as torch).
+/// Mean of all elements -> [] (nan for an empty tensor, as torch). int64 and bool inputs give a
+/// float32 mean (torch refuses them; normnet takes them so a mask's mean is its fraction of trues).
 NORMNET_API Tensor mean(const Tensor& x);
 /// Sum over the dimensions `dims` (all when empty), keeping them as size 1 when keepdim.
 NORMNET_API Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false);
 /// Mean over the dimensions `dims` (all when empty), keeping them as size 1 when keepdim.
 NORMNET_API Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false);
+/// Variance Σ(x - mean)² / max(0, N - correction) over dims (N elements each), as torch 2's
+/// var(x, dim, correction=1, keepdim); computed in double, two passes.
+NORMNET_API Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+/// sqrt(var(x, dims, correction, keepdim)).
+NORMNET_API Tensor std(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+/// torch's var(x, unbiased) and var(x, dims, unbiased, keepdim): unbiased true is correction 1,
+/// false is 0. (A template on exactly bool, so var(x, dims, 2) still means correction 2.)
+template <std::same_as<bool> B>
+Tensor var(const Tensor& x, B unbiased) {
+    return var(x, {}, unbiased ? 1.0 : 0.0);
+}
+template <std::same_as<bool> B>
+Tensor var(const Tensor& x, const Dims& dims, B unbiased, bool keepdim = false) {
+    return var(x, dims, unbiased ? 1.0 : 0.0, keepdim);
+}
+template <std::same_as<bool> B>
+Tensor std(const Tensor& x, B unbiased) {
+    return std(x, {}, unbiased ? 1.0 : 0.0);
+}
+template <std::same_as<bool> B>
+Tensor std(const Tensor& x, const Dims& dims, B unbiased, bool keepdim = false) {
+    return std(x, dims, unbiased ? 1.0 : 0.0, keepdim);
+}
+/// log Σ exp(x) over dims, stable (the largest element is taken out first); -inf for no elements.
+NORMNET_API Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
+/// The vector p-norm over dims (all when empty): (Σ |x|^p)^(1/p); p = 2 (default), 1, any p,
+/// inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), as torch.norm / linalg.vector_norm.
+NORMNET_API Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
+/// norm(x, "fro", dims, keepdim): the Frobenius norm (p = 2) over at most two dims (all when empty).
+NORMNET_API Tensor norm(const Tensor& x, std::string_view p, const Dims& dims = {}, bool keepdim = false);
+/// Running sums along dim (in double for float32, as torch); int64 and bool give int64.
+NORMNET_API Tensor cumsum(const Tensor& x, int64_t dim);
+/// Largest element over dims (all when empty); gradient shared evenly by tied elements.
+NORMNET_API Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+/// Smallest element over dims (all when empty); gradient shared evenly by tied elements.
+NORMNET_API Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+/// Largest element of x -> [] (torch.max(x)); NaN if any element is NaN.
+NORMNET_API Tensor max(const Tensor& x);
+/// Smallest element of x -> [].
+NORMNET_API Tensor min(const Tensor& x);
+/// (values, int64 indices) of the largest elements along dim, as torch.max(x, dim):
+/// `auto [values, indices] = max(x, 1);`. Ties: the first index; the gradient goes to it.
+NORMNET_API std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+/// (values, int64 indices) of the smallest elements along dim.
+NORMNET_API std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+/// int64 index of the largest element along dim, or in the flattened tensor (keepdim ignored) without one.
+NORMNET_API Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// int64 index of the smallest element along dim, or in the flattened tensor without one.
+NORMNET_API Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// (values, int64 indices) of the k largest (largest = false: smallest) elements along dim, in
+/// order (always sorted; NaN counts as largest; ties: the lower index first).
+NORMNET_API std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                            bool sorted = true);
 
 // ---- shape.cpp: views and copies of a tensor's layout ------------------------------------------
 /// The tensors given to cat and stack: a braced list {a, b, c}, a std::vector<Tensor> or a span

@@ -11,6 +11,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -226,6 +228,35 @@ public:
     std::vector<Tensor> unbind(int64_t dim = 0) const;
     /// A copy tiled repeats[d] times along each dim (more repeats than dims add leading dims).
     Tensor repeat(const Shape& repeats) const;
+    // Reductions (src/ops/reduce.cpp, minmax.cpp, sort.cpp; the functions of include/normnet/ops.hpp).
+    Tensor sum() const;
+    Tensor sum(const Shape& dims, bool keepdim = false) const;
+    Tensor mean() const;
+    Tensor mean(const Shape& dims, bool keepdim = false) const;
+    Tensor var(const Shape& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    Tensor std(const Shape& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor var(B unbiased) const { return var({}, unbiased ? 1.0 : 0.0); }
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor var(const Shape& dims, B unbiased, bool keepdim = false) const { return var(dims, unbiased ? 1.0 : 0.0, keepdim); }
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor std(B unbiased) const { return std({}, unbiased ? 1.0 : 0.0); }
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor std(const Shape& dims, B unbiased, bool keepdim = false) const { return std(dims, unbiased ? 1.0 : 0.0, keepdim); }
+    Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
+    Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
+    Tensor cumsum(int64_t dim) const;
+    Tensor amax(const Shape& dims = {}, bool keepdim = false) const;
+    Tensor amin(const Shape& dims = {}, bool keepdim = false) const;
+    Tensor max() const;
+    Tensor min() const;
+    /// (values, int64 indices) along dim: `auto [values, indices] = x.max(1);`.
+    std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+    std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+    Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+    Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+    std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+
     // Indexing by int64 index tensors (src/ops/index.cpp).
     /// The entries index[i] of dimension dim.
     Tensor index_select(int64_t dim, const Tensor& index) const;
