@@ -20,8 +20,15 @@ namespace normnet {
 using Dims = Shape;
 
 // ---- linear.cpp: matrix products through OpenBLAS ----------------------------------------------
-/// a [N, K] @ b [K, M] -> [N, M].
+/// The matrix product by PyTorch's rules (torch.matmul): 1-D @ 1-D is a dot product -> [];
+/// [M, K] @ [K] -> [M]; [K] @ [K, N] -> [N]; [M, K] @ [K, N] -> [M, N]; with more dims, the
+/// leading ones are batch dims that broadcast ([B, M, K] @ [K, N], [K] @ [B, K, N], [B, 1, M, K]
+/// @ [C, K, N], ...). Transposed views are read in place (no copy).
 NORMNET_API Tensor matmul(const Tensor& a, const Tensor& b);
+/// a [M, K] @ b [K, N] -> [M, N], both 2-D (torch.mm).
+NORMNET_API Tensor mm(const Tensor& a, const Tensor& b);
+/// a [B, M, K] @ b [B, K, N] -> [B, M, N], both 3-D with the same batch (torch.bmm).
+NORMNET_API Tensor bmm(const Tensor& a, const Tensor& b);
 /// x [*, in] @ weight[out, in]^T + bias[out] -> [*, out]; weight is stored as in PyTorch.
 NORMNET_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 

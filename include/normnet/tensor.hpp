@@ -228,6 +228,8 @@ public:
     std::vector<Tensor> unbind(int64_t dim = 0) const;
     /// A copy tiled repeats[d] times along each dim (more repeats than dims add leading dims).
     Tensor repeat(const Shape& repeats) const;
+    /// The matrix product by PyTorch's rules (src/ops/linear.cpp; see normnet::matmul).
+    Tensor matmul(const Tensor& other) const;
     // Reductions (src/ops/reduce.cpp, minmax.cpp, sort.cpp; the functions of include/normnet/ops.hpp).
     Tensor sum() const;
     Tensor sum(const Shape& dims, bool keepdim = false) const;
