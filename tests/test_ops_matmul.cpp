@@ -1,27 +1,14 @@
 // matmul by PyTorch's rules (1-D, 2-D, batched and broadcast operands; transposed and narrowed
 // views read in place) against PyTorch (tests/golden/gen_matmul.py) and against the naive
 // reference of tests/reference_kernels.hpp; gradcheck; mm, bmm; the error messages.
-#include "golden_cases.hpp"
+#include "op_test_helpers.hpp"
 #include "reference_kernels.hpp"
 
 using namespace normnet;
 using test::Inputs;
+using test::input;
+using test::require_gradcheck;
 using test::require_close;
-
-namespace {
-
-void require_gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs) {
-    const GradcheckResult r = gradcheck(fn, inputs);
-    INFO(r.message);
-    REQUIRE(r.ok);
-}
-
-Tensor input(const Shape& shape, uint64_t seed) {
-    Generator gen(seed);
-    return randn(shape, gen).requires_grad_();
-}
-
-}  // namespace
 
 TEST_CASE("matmul matches PyTorch for 1-D, 2-D, batched and broadcast operands", "[ops][matmul]") {
     const SafetensorsData g = test::golden("matmul.safetensors");

@@ -5,27 +5,16 @@
 #include <cmath>
 #include <limits>
 
-#include "golden_cases.hpp"
+#include "op_test_helpers.hpp"
 
 using namespace normnet;
 using test::Inputs;
+using test::input;
+using test::require_gradcheck;
 using test::require_close;
 using test::run_golden_case;
 
 namespace {
-
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-Tensor input(const Shape& shape, uint64_t seed) {
-    Generator gen(seed);
-    return randn(shape, gen).requires_grad_();
-}
-
-void require_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs) {
-    const GradcheckResult r = gradcheck(fn, inputs);
-    INFO(r.message);
-    REQUIRE(r.ok);
-}
 
 // A reduction case whose op returns (values, indices): compares the indices too.
 void run_indexed_case(const SafetensorsData& g, const std::string& name,

@@ -1,27 +1,16 @@
 // The shape and indexing family against PyTorch (tests/golden/gen_shape.py), gradcheck of every
 // differentiable op, views sharing storage, the factories, and the error messages.
-#include "golden_cases.hpp"
+#include "op_test_helpers.hpp"
 #include "tensor_impl.hpp"
 
 using namespace normnet;
 using test::Inputs;
+using test::input;
+using test::require_gradcheck;
 using test::leaf;
 using test::require_close;
 
 namespace {
-
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-Tensor input(const Shape& shape, uint64_t seed) {
-    Generator gen(seed);
-    return randn(shape, gen).requires_grad_();
-}
-
-void require_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs) {
-    const GradcheckResult r = gradcheck(fn, inputs);
-    INFO(r.message);
-    REQUIRE(r.ok);
-}
 
 Tensor indices(std::initializer_list<int64_t> values, const Shape& shape) {
     const std::vector<int64_t> v(values);

@@ -57,18 +57,6 @@ bool mat_of(const Tensor& t, bool left, Mat& m) {
     return false;
 }
 
-// Strides that read a tensor of batch dims `from` (strides `strides`) as the batch `shape`:
-// 0 along broadcast dims.
-Shape batch_strides_in(const Shape& from, const Shape& strides, const Shape& shape) {
-    const int lead = shape.size() - from.size();
-    Shape out;
-    for (int d = 0; d < shape.size(); ++d) {
-        const int s = d - lead;
-        out.push_back(s < 0 || from[s] == 1 ? 0 : strides[s]);
-    }
-    return out;
-}
-
 // Offset of batch element i of `shape` under `strides`.
 int64_t batch_offset(const Shape& shape, const Shape& strides, int64_t i) {
     int64_t offset = 0;
@@ -173,7 +161,7 @@ Shape gradient_batch_strides(const Shape& from, int64_t matrix, const Shape& sha
     Shape strides = from;
     int64_t stride = matrix;
     for (int d = from.size() - 1; d >= 0; --d) strides[d] = stride, stride *= from[d];
-    return batch_strides_in(from, strides, shape);
+    return broadcast_strides(from, strides, shape);
 }
 
 // ---- linear -------------------------------------------------------------------------------
@@ -232,8 +220,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     NORMNET_CHECK(shape.size() <= kMaxDims, "matmul: the result of ", a.shape(), " and ", b.shape(), " has too many dims");
     Tensor out = empty(shape);
     const int64_t batches = batch.numel();
-    const Shape a_strides = detail::batch_strides_in(A.batch, A.batch_strides, batch);
-    const Shape b_strides = detail::batch_strides_in(B.batch, B.batch_strides, batch);
+    const Shape a_strides = detail::broadcast_strides(A.batch, A.batch_strides, batch);
+    const Shape b_strides = detail::broadcast_strides(B.batch, B.batch_strides, batch);
     const bool fold = B.batch.empty() && a.dim() > 2 && a.is_contiguous();
     const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
     if (fold) {

@@ -73,9 +73,8 @@ void check_nonempty(const Grouped& g, const Tensor& x, uint32_t mask, bool all, 
 
 // ---- amax, amin, max(), min() ------------------------------------------------------------------
 
-class ExtremeBackward final : public OpNode {
+class ExtremeBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0;
     const char* backward_name = "";
     const char* name() const override { return backward_name; }
     void backward(const Tensor& dy) override {
@@ -109,16 +108,15 @@ Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool all, const 
     reduce_lanes(extreme_op<kMax>([](float v) { return v; }, [o](float v, int64_t i) { o[i] = v; }), g.x.data(), g.outer,
                  g.R, g.inner);
     if (auto* node = record<ExtremeBackward>(out, {g.x}, {g.x, out})) {
-        node->outer = g.outer, node->R = g.R, node->inner = g.inner, node->backward_name = backward_name;
+        node->set_layout(g), node->backward_name = backward_name;
     }
     return out;
 }
 
 // ---- max(dim), min(dim), argmax, argmin ----------------------------------------------------------
 
-class SelectedBackward final : public OpNode {
+class SelectedBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0;
     bool is_max = true;
     const char* name() const override { return is_max ? "MaxBackward0" : "MinBackward0"; }
     void backward(const Tensor& dy) override {
@@ -150,7 +148,7 @@ std::tuple<Tensor, Tensor> select_extreme(const Tensor& x, uint32_t mask, bool k
                  g.x.data(), g.outer, g.R, g.inner);
     if (want_values) {
         if (auto* node = record<SelectedBackward>(values, {g.x}, {g.x, indices})) {
-            node->outer = g.outer, node->R = g.R, node->inner = g.inner, node->is_max = kMax;
+            node->set_layout(g), node->is_max = kMax;
         }
     }
     return {values, indices};

@@ -455,9 +455,8 @@ void sum_to(const GradOut& dst, const Tensor& src, const Shape& shape) {
 
 namespace {
 
-class VarBackward final : public OpNode {
+class VarBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0;
     double divisor = 1.0;  // R - correction
     bool is_std = false;
     const char* name() const override { return is_std ? "StdBackward0" : "VarBackward0"; }
@@ -505,7 +504,7 @@ Tensor variance(const Tensor& x_in, const Dims& dims, double correction, bool ke
                        m},
                  g.x.data(), g.outer, g.R, g.inner);
     if (auto* node = record<VarBackward>(out, {g.x}, {g.x, mean, out})) {
-        node->outer = g.outer, node->R = g.R, node->inner = g.inner, node->divisor = divisor, node->is_std = is_std;
+        node->set_layout(g), node->divisor = divisor, node->is_std = is_std;
     }
     return out;
 }
@@ -531,9 +530,8 @@ Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
 namespace detail {
 namespace {
 
-class LogsumexpBackward final : public OpNode {
+class LogsumexpBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0;
     const char* name() const override { return "LogsumexpBackward0"; }
     void backward(const Tensor& dy) override {
         const GradOut dx = grad_out(0);
@@ -565,7 +563,7 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
                                        [o](double s, int64_t i) { o[i] = static_cast<float>(std::log(s) + o[i]); }, o},
                          g.x.data(), g.outer, g.R, g.inner);
     if (auto* node = detail::record<detail::LogsumexpBackward>(out, {g.x}, {g.x, out})) {
-        node->outer = g.outer, node->R = g.R, node->inner = g.inner;
+        node->set_layout(g);
     }
     return out;
 }
@@ -588,9 +586,8 @@ NormKind norm_kind(double p) {
 
 float sgn(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
 
-class NormBackward final : public OpNode {
+class NormBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0;
     double p = 2.0;
     bool all = false;
     const char* name() const override { return all ? "NormBackward0" : "NormBackward1"; }
@@ -666,7 +663,7 @@ Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
             break;
     }
     if (auto* node = record<NormBackward>(out, {g.x}, {g.x, out})) {
-        node->outer = g.outer, node->R = g.R, node->inner = g.inner, node->p = p, node->all = dims.empty();
+        node->set_layout(g), node->p = p, node->all = dims.empty();
     }
     return out;
 }
@@ -713,9 +710,8 @@ void cumsum_kernel(O* out, const T* in, int64_t outer, int64_t R, int64_t inner,
                  });
 }
 
-class CumsumBackward final : public OpNode {
+class CumsumBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0;
     const char* name() const override { return "CumsumBackward0"; }
     void backward(const Tensor& dy) override {
         // Each input element feeds every later output: its gradient is the sum of dy from it to the end.
@@ -743,7 +739,7 @@ Tensor cumsum(const Tensor& x_in, int64_t dim) {
     Tensor out = empty(x.shape());
     detail::cumsum_kernel<detail::Overwrite, double>(out.data(), x.data(), g.outer, g.R, g.inner, false);
     if (auto* node = detail::record<detail::CumsumBackward>(out, {x})) {
-        node->outer = g.outer, node->R = g.R, node->inner = g.inner;
+        node->set_layout(g);
     }
     return out;
 }

@@ -53,6 +53,13 @@ int parallel_run_chunks(int64_t n, int64_t grain, F&& f) {
         const_cast<void*>(static_cast<const void*>(&f)));
 }
 
+/// The node of a reduction: the [outer, R, inner] layout of its grouped input, for the backward.
+class ReduceNode : public OpNode {
+public:
+    int64_t outer = 0, R = 0, inner = 0;
+    void set_layout(const Grouped& g) { outer = g.outer, R = g.R, inner = g.inner; }
+};
+
 /// Lanes of one block: outputs (a column reduction) or elements of one output (a row).
 inline constexpr int kLanes = 64;
 

@@ -45,9 +45,9 @@ void topk_forward(float* values, int64_t* indices, const float* x, int64_t outer
                         });
 }
 
-class TopkBackward final : public OpNode {
+class TopkBackward final : public ReduceNode {
 public:
-    int64_t outer = 0, R = 0, inner = 0, k = 0;
+    int64_t k = 0;
     const char* name() const override { return "TopkBackward0"; }
     void backward(const Tensor& dy) override {
         // dy goes to the selected elements (distinct within a slice); the others get 0.
@@ -83,7 +83,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
                              scratch_v.data(), scratch_i.data_ptr<int64_t>());
     }
     if (auto* node = detail::record<detail::TopkBackward>(values, {g.x}, {indices})) {
-        node->outer = g.outer, node->R = g.R, node->inner = g.inner, node->k = k;
+        node->set_layout(g), node->k = k;
     }
     return {values, indices};
 }

@@ -1,7 +1,8 @@
-// Runs one golden case of tests/golden/gen_<family>.py: loads its inputs (float ones as fresh
-// leaves, int64 ones as index tensors), takes the views the case's "view" metadata names
-// (a=t: a.t(), a=T01: a.transpose(0, 1), a=narrow: a.narrow(-1, 1, size - 1)), calls the op, and
-// compares the output and every input gradient of y.backward(dy) with PyTorch's.
+// Helpers of the op family tests (tests/test_ops_*.cpp): run_golden_case, which runs one case of
+// tests/golden/gen_<family>.py: loads its inputs (float ones as fresh leaves, int64 ones as index
+// tensors), takes the views the case's "view" metadata names (a=t: a.t(), a=T01: a.transpose(0,
+// 1), a=narrow: a.narrow(-1, 1, size - 1)), calls the op, and compares the output and every input
+// gradient of y.backward(dy) with PyTorch's; and the gradcheck shorthands.
 #pragma once
 
 #include <functional>
@@ -15,6 +16,21 @@
 namespace normnet::test {
 
 using Inputs = std::map<std::string, Tensor>;
+using GradFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+/// A seeded randn leaf that requires grad.
+inline Tensor input(const Shape& shape, uint64_t seed) {
+    Generator gen(seed);
+    return randn(shape, gen).requires_grad_();
+}
+
+/// Requires gradcheck(fn, inputs) to pass, printing its message otherwise.
+inline void require_gradcheck(const GradFn& fn, const std::vector<Tensor>& inputs) {
+    const GradcheckResult r = gradcheck(fn, inputs);
+    INFO(r.message);
+    REQUIRE(r.ok);
+    REQUIRE(r.checked > 0);
+}
 
 /// Case `name` of golden file g: fn(inputs by name) -> y. `ints` names the int64 inputs.
 inline void run_golden_case(const SafetensorsData& g, const std::string& name, const std::vector<std::string>& inputs,
