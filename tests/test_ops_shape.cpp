@@ -193,6 +193,8 @@ TEST_CASE("shape and index ops reject bad arguments with clear messages", "[ops]
     const Tensor idx = indices({0, 3}, {2});
     CHECK_THROWS_WITH(index_select(a, 1, idx), Catch::Contains("index_select: index 3 is out of range (expected values in [0, 3))"));
     CHECK_THROWS_WITH(index_select(a, 1, zeros({2})), Catch::Contains("index_select: expected an index of dtype int64, got float32"));
+    CHECK_THROWS_WITH(index_select(scalar_tensor(1), 0, zeros({2}, kInt64)),
+                      Catch::Contains("index_select: an index into a 0-dim tensor can have only 1 value, got 2"));
     CHECK_THROWS_WITH(gather(a, 1, indices({0, 1}, {2})), Catch::Contains("gather: index tensor must have the same number of "
                                                                           "dimensions as input tensor"));
     CHECK_THROWS_WITH(gather(a, 0, zeros({2, 4}, kInt64)), Catch::Contains("gather: size does not match at dimension 1"));

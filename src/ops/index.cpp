@@ -81,6 +81,8 @@ public:
 Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index) {
     const int d = wrap_dim(dim, x_in.dim(), "index_select");
     NORMNET_CHECK(index.dim() <= 1, "index_select: index should have 0 or 1 dimensions, got shape ", index.shape());
+    NORMNET_CHECK(x_in.dim() > 0 || index.numel() == 1, "index_select: an index into a 0-dim tensor can have only 1 value, got ",
+                  index.numel());
     const int64_t S = x_in.dim() == 0 ? 1 : x_in.shape()[d];
     const Tensor idx = checked_indices(index, S, "index_select", "an index");
     const Tensor x = x_in.contiguous();

