@@ -250,3 +250,20 @@ TEST_CASE("reductions reject bad arguments with clear messages", "[ops][reduce]"
     CHECK_THROWS_WITH(cumsum(x, 3), Catch::Contains("cumsum: dimension 3 out of range"));
     CHECK_THROWS_WITH(logsumexp(zeros({2}, kBool), {0}), Catch::Contains("logsumexp: expected a float32 tensor, got bool"));
 }
+
+TEST_CASE("var and std take torch's unbiased flag and correction forms", "[ops][reduce]") {
+    const Tensor x = randn({4, 6});
+    const auto same = [](const Tensor& a, const Tensor& b) { return test::bit_equal(a, b); };
+    CHECK(same(var(x, true), var(x, {}, 1.0)));
+    CHECK(same(var(x, false), var(x, {}, 0.0)));
+    CHECK(same(x.var(false), var(x, {}, 0.0)));
+    CHECK(same(var(x, {1}, false, true), var(x, {1}, 0.0, true)));
+    CHECK(same(x.std({0}, false), normnet::std(x, {0}, 0.0)));
+    CHECK(same(normnet::std(x, true), x.std()));
+    // An integer is a correction, not a flag: var(x, dims, 2) divides by N - 2.
+    const Tensor v2 = var(x, {1}, 2), v0 = var(x, {1}, 0);
+    require_close(v2, mul(v0, 6.0f / 4.0f), 1e-6, "correction 2");
+    auto [values, indices] = x.max(1);
+    CHECK(values.shape() == Shape{4});
+    CHECK(indices.dtype() == kInt64);
+}
