@@ -264,7 +264,7 @@ void sum_columns(float* out, const float* in, int64_t outer, int64_t R, int64_t 
     for (int64_t item = 0; item < items; ++item) {
         int64_t o = 0, i0 = 0, n = 0;
         item_range(item, o, i0, n);
-        const Tensor scratch = zeros({max_chunks * n}, kInt64);  // pooled; holds doubles
+        const Tensor scratch = empty({max_chunks * n}, kInt64);  // pooled; holds doubles
         double* part = reinterpret_cast<double*>(scratch.data_ptr<int64_t>());
         std::fill_n(part, max_chunks * n, 0.0);
         const int chunks = parallel_run_chunks(R, std::max<int64_t>(kElementGrain / n, R / kMaxChunks + 1),
