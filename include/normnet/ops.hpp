@@ -2,9 +2,14 @@
 // torch::nn::functional), grouped by the family file of src/ops/ that defines it with its backward.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
@@ -15,8 +20,15 @@ namespace normnet {
 using Dims = Shape;
 
 // ---- linear.cpp: matrix products through OpenBLAS ----------------------------------------------
-/// a [N, K] @ b [K, M] -> [N, M].
+/// The matrix product by PyTorch's rules (torch.matmul): 1-D @ 1-D is a dot product -> [];
+/// [M, K] @ [K] -> [M]; [K] @ [K, N] -> [N]; [M, K] @ [K, N] -> [M, N]; with more dims, the
+/// leading ones are batch dims that broadcast ([B, M, K] @ [K, N], [K] @ [B, K, N], [B, 1, M, K]
+/// @ [C, K, N], ...). Transposed views are read in place (no copy).
 NORMNET_API Tensor matmul(const Tensor& a, const Tensor& b);
+/// a [M, K] @ b [K, N] -> [M, N], both 2-D (torch.mm).
+NORMNET_API Tensor mm(const Tensor& a, const Tensor& b);
+/// a [B, M, K] @ b [B, K, N] -> [B, M, N], both 3-D with the same batch (torch.bmm).
+NORMNET_API Tensor bmm(const Tensor& a, const Tensor& b);
 /// x [*, in] @ weight[out, in]^T + bias[out] -> [*, out]; weight is stored as in PyTorch.
 NORMNET_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 
@@ -185,15 +197,126 @@ NORMNET_API Tensor where(const Tensor& condition, double a, const Tensor& b);
 /// x with value where mask (bool, broadcast to x's shape) is true; differentiable in x.
 NORMNET_API Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
-// ---- reduce.cpp -------------------------------------------------------------------------------
-/// Sum of all elements -> [].
+// ---- reduce.cpp, minmax.cpp, sort.cpp: reductions ------------------------------------------------
+// dims: the dimensions to reduce (negative count from the end); empty means all of them. keepdim
+// keeps them as size 1.
+/// Sum of all elements -> []. float32 stays float32; int64 and bool add up to int64 (as torch).
 NORMNET_API Tensor sum(const Tensor& x);
-/// Mean of all elements -> [] (nan for an empty tensor, as torch).
+/// Mean of all elements -> [] (nan for an empty tensor, as torch). int64 and bool inputs give a
+/// float32 mean (torch refuses them; normnet takes them so a mask's mean is its fraction of trues).
 NORMNET_API Tensor mean(const Tensor& x);
 /// Sum over the dimensions `dims` (all when empty), keeping them as size 1 when keepdim.
 NORMNET_API Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false);
 /// Mean over the dimensions `dims` (all when empty), keeping them as size 1 when keepdim.
 NORMNET_API Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false);
+/// Variance Σ(x - mean)² / max(0, N - correction) over dims (N elements each), as torch 2's
+/// var(x, dim, correction=1, keepdim); computed in double, two passes.
+NORMNET_API Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+/// sqrt(var(x, dims, correction, keepdim)).
+NORMNET_API Tensor std(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+/// torch's var(x, unbiased) and var(x, dims, unbiased, keepdim): unbiased true is correction 1,
+/// false is 0. (A template on exactly bool, so var(x, dims, 2) still means correction 2.)
+template <std::same_as<bool> B>
+Tensor var(const Tensor& x, B unbiased) {
+    return var(x, {}, unbiased ? 1.0 : 0.0);
+}
+template <std::same_as<bool> B>
+Tensor var(const Tensor& x, const Dims& dims, B unbiased, bool keepdim = false) {
+    return var(x, dims, unbiased ? 1.0 : 0.0, keepdim);
+}
+template <std::same_as<bool> B>
+Tensor std(const Tensor& x, B unbiased) {
+    return std(x, {}, unbiased ? 1.0 : 0.0);
+}
+template <std::same_as<bool> B>
+Tensor std(const Tensor& x, const Dims& dims, B unbiased, bool keepdim = false) {
+    return std(x, dims, unbiased ? 1.0 : 0.0, keepdim);
+}
+/// log Σ exp(x) over dims, stable (the largest element is taken out first); -inf for no elements.
+NORMNET_API Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
+/// The vector p-norm over dims (all when empty): (Σ |x|^p)^(1/p); p = 2 (default), 1, any p,
+/// inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), as torch.norm / linalg.vector_norm.
+NORMNET_API Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
+/// norm(x, "fro", dims, keepdim): the Frobenius norm (p = 2) over at most two dims (all when empty).
+NORMNET_API Tensor norm(const Tensor& x, std::string_view p, const Dims& dims = {}, bool keepdim = false);
+/// Running sums along dim (in double for float32, as torch); int64 and bool give int64.
+NORMNET_API Tensor cumsum(const Tensor& x, int64_t dim);
+/// Largest element over dims (all when empty); gradient shared evenly by tied elements.
+NORMNET_API Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+/// Smallest element over dims (all when empty); gradient shared evenly by tied elements.
+NORMNET_API Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+/// Largest element of x -> [] (torch.max(x)); NaN if any element is NaN.
+NORMNET_API Tensor max(const Tensor& x);
+/// Smallest element of x -> [].
+NORMNET_API Tensor min(const Tensor& x);
+/// (values, int64 indices) of the largest elements along dim, as torch.max(x, dim):
+/// `auto [values, indices] = max(x, 1);`. Ties: the first index; the gradient goes to it.
+NORMNET_API std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+/// (values, int64 indices) of the smallest elements along dim.
+NORMNET_API std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+/// int64 index of the largest element along dim, or in the flattened tensor (keepdim ignored) without one.
+NORMNET_API Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// int64 index of the smallest element along dim, or in the flattened tensor without one.
+NORMNET_API Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// (values, int64 indices) of the k largest (largest = false: smallest) elements along dim, in
+/// order (always sorted; NaN counts as largest; ties: the lower index first).
+NORMNET_API std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                            bool sorted = true);
+
+// ---- shape.cpp: views and copies of a tensor's layout ------------------------------------------
+/// The tensors given to cat and stack: a braced list {a, b, c}, a std::vector<Tensor> or a span
+/// (as libtorch's TensorList). It refers to them only during the call.
+class TensorList {
+public:
+    TensorList(std::initializer_list<Tensor> list) : span_(list.begin(), list.size()) {}  // NOLINT: implicit
+    TensorList(const std::vector<Tensor>& tensors) : span_(tensors) {}                   // NOLINT: implicit
+    TensorList(std::span<const Tensor> tensors) : span_(tensors) {}                     // NOLINT: implicit
+    size_t size() const { return span_.size(); }
+    bool empty() const { return span_.empty(); }
+    const Tensor& operator[](size_t i) const { return span_[i]; }
+    const Tensor* begin() const { return span_.data(); }
+    const Tensor* end() const { return span_.data() + span_.size(); }
+    std::span<const Tensor> span() const { return span_; }
+
+private:
+    std::span<const Tensor> span_;
+};
+/// The tensors joined along dim (same dtype; equal sizes except along dim; 1-D empty tensors are
+/// skipped, as torch's legacy rule).
+NORMNET_API Tensor cat(TensorList tensors, int64_t dim = 0);
+/// The tensors (all the same shape) joined along a new dimension dim.
+NORMNET_API Tensor stack(TensorList tensors, int64_t dim = 0);
+/// The functional forms of the Tensor methods of the same names.
+NORMNET_API Tensor reshape(const Tensor& x, const Shape& shape);
+NORMNET_API Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+NORMNET_API Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes);
+NORMNET_API Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+NORMNET_API Tensor permute(const Tensor& x, const Dims& dims);
+NORMNET_API Tensor unsqueeze(const Tensor& x, int64_t dim);
+NORMNET_API Tensor squeeze(const Tensor& x);
+NORMNET_API Tensor squeeze(const Tensor& x, int64_t dim);
+NORMNET_API Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+NORMNET_API Tensor select(const Tensor& x, int64_t dim, int64_t index);
+NORMNET_API std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+NORMNET_API std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& split_sizes,
+                                                 int64_t dim = 0);
+NORMNET_API std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+NORMNET_API std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+
+// ---- index.cpp: indexing by int64 index tensors -----------------------------------------------
+/// The entries index[i] (a 1-D int64 tensor) of dimension dim, copied.
+NORMNET_API Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/// Values of x along dim at the positions index gives (int64, as many dims as x, sizes no larger
+/// except along dim): out[i][j] = x[index[i][j]][j] for dim 0; out has index's shape.
+NORMNET_API Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// A copy of x with src added at the positions index gives along dim: out[index[i][j]][j] +=
+/// src[i][j] for dim 0. Differentiable in x and src (src's gradient is 0 beyond index's shape).
+NORMNET_API Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/// Rows of weight [num_embeddings, embedding_dim] at int64 indices of any shape -> [*indices, dim]
+/// (torch::nn::functional::embedding); the row padding_idx gets no gradient.
+NORMNET_API Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+/// int64 indices -> int64 [*indices, num_classes] with a 1 at each index; num_classes -1: max + 1.
+NORMNET_API Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
 
 // ---- loss.cpp, loss_elementwise.cpp: losses with PyTorch's options ---------------------------
 // (log_softmax is in activation.cpp's section.)

@@ -11,6 +11,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -198,6 +200,72 @@ public:
     /// The sub-tensor at index of dimension dim, without copying (removes that dim).
     Tensor select(int dim, int64_t index) const;
     Tensor operator[](int64_t index) const { return select(0, index); }
+    // More views and copies (src/ops/shape.cpp; torch's methods of the same names).
+    /// Splits dimension dim into `sizes` (one may be -1), without copying.
+    Tensor unflatten(int64_t dim, const Shape& sizes) const;
+    /// The dimensions reordered: result dim i is this tensor's dim dims[i].
+    Tensor permute(const Shape& dims) const;
+    /// A size-1 dimension inserted at dim (negative: counted from the end of the result).
+    Tensor unsqueeze(int64_t dim) const;
+    /// Every size-1 dimension removed.
+    Tensor squeeze() const;
+    /// Dimension dim removed when its size is 1 (unchanged otherwise, as torch).
+    Tensor squeeze(int64_t dim) const;
+    /// A view repeating size-1 dimensions (and new leading ones) to `sizes`; -1 keeps a size.
+    Tensor expand(const Shape& sizes) const;
+    /// expand(other.shape()).
+    Tensor expand_as(const Tensor& other) const;
+    /// Elements start, start + step, ... below end of dimension dim (Python's x[start:end:step]).
+    Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+                 int64_t step = 1) const;
+    /// Views of split_size elements along dim (the last may be shorter).
+    std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+    /// Views of the given sizes along dim (they must add up to its size).
+    std::vector<Tensor> split_with_sizes(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
+    /// `chunks` views of equal size along dim (ceil(size / chunks); fewer when that covers it, as torch).
+    std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+    /// The slices select(dim, i) for every i.
+    std::vector<Tensor> unbind(int64_t dim = 0) const;
+    /// A copy tiled repeats[d] times along each dim (more repeats than dims add leading dims).
+    Tensor repeat(const Shape& repeats) const;
+    /// The matrix product by PyTorch's rules (src/ops/linear.cpp; see normnet::matmul).
+    Tensor matmul(const Tensor& other) const;
+    // Reductions (src/ops/reduce.cpp, minmax.cpp, sort.cpp; the functions of include/normnet/ops.hpp).
+    Tensor sum() const;
+    Tensor sum(const Shape& dims, bool keepdim = false) const;
+    Tensor mean() const;
+    Tensor mean(const Shape& dims, bool keepdim = false) const;
+    Tensor var(const Shape& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    Tensor std(const Shape& dims = {}, double correction = 1.0, bool keepdim = false) const;
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor var(B unbiased) const { return var({}, unbiased ? 1.0 : 0.0); }
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor var(const Shape& dims, B unbiased, bool keepdim = false) const { return var(dims, unbiased ? 1.0 : 0.0, keepdim); }
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor std(B unbiased) const { return std({}, unbiased ? 1.0 : 0.0); }
+    template <class B, class = std::enable_if_t<std::is_same_v<B, bool>>>
+    Tensor std(const Shape& dims, B unbiased, bool keepdim = false) const { return std(dims, unbiased ? 1.0 : 0.0, keepdim); }
+    Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
+    Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
+    Tensor cumsum(int64_t dim) const;
+    Tensor amax(const Shape& dims = {}, bool keepdim = false) const;
+    Tensor amin(const Shape& dims = {}, bool keepdim = false) const;
+    Tensor max() const;
+    Tensor min() const;
+    /// (values, int64 indices) along dim: `auto [values, indices] = x.max(1);`.
+    std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+    std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+    Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+    Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+    std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+
+    // Indexing by int64 index tensors (src/ops/index.cpp).
+    /// The entries index[i] of dimension dim.
+    Tensor index_select(int64_t dim, const Tensor& index) const;
+    /// out[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); out has index's shape.
+    Tensor gather(int64_t dim, const Tensor& index) const;
+    /// A copy with src added at the positions index gives along dim (self[index[i][j]][j] += src[i][j]).
+    Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
     /// A new tensor with its own copy of the data (keeps the graph, like torch.clone).
     Tensor clone() const;
     /// Shares the data but not the graph: requires_grad false, no grad_fn.
@@ -369,6 +437,14 @@ NORMNET_API Tensor full(const Shape& shape, double value, Dtype dtype = kFloat32
 NORMNET_API Tensor arange(int64_t end, Dtype dtype = kFloat32);
 /// start, start + step, ... below end.
 NORMNET_API Tensor arange(double start, double end, double step = 1.0, Dtype dtype = kFloat32);
+/// `steps` values from start to end inclusive, evenly spaced (torch.linspace); src/ops/factory.cpp.
+NORMNET_API Tensor linspace(double start, double end, int64_t steps, Dtype dtype = kFloat32);
+/// int64 values uniform in [low, high), as torch.randint.
+NORMNET_API Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
+/// int64 values uniform in [0, high).
+NORMNET_API Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_generator());
+/// A random permutation of 0, ..., n - 1 (int64), as torch.randperm.
+NORMNET_API Tensor randperm(int64_t n, Generator& gen = default_generator());
 /// A float32 tensor holding `values` with the given shape (their counts must agree).
 NORMNET_API Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 /// An int64 tensor holding `values` (e.g. a std::vector<int64_t> of class labels) with the given shape.

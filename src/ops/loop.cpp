@@ -18,9 +18,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     return out;
 }
 
-Shape broadcast_strides(const Tensor& t, const Shape& shape) {
-    const Shape& from = t.shape();
-    const Shape& strides = t.strides();
+Shape broadcast_strides(const Tensor& t, const Shape& shape) { return broadcast_strides(t.shape(), t.strides(), shape); }
+
+Shape broadcast_strides(const Shape& from, const Shape& strides, const Shape& shape) {
     const int lead = shape.size() - from.size();
     Shape out;
     for (int d = 0; d < shape.size(); ++d) {

@@ -26,6 +26,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 /// t's strides (in elements) when it is read as `shape`, to which its shape must broadcast:
 /// 0 along the dimensions it is repeated over.
 Shape broadcast_strides(const Tensor& t, const Shape& shape);
+/// The same for sizes `from` with strides `strides` (e.g. a batch's leading dims).
+Shape broadcast_strides(const Shape& from, const Shape& strides, const Shape& shape);
 
 /// K operands walked in step over one shape. Operand k has element type T_k; strides are in
 /// elements of that type. run(...) calls kernel(ptrs, strides, n) for runs of n elements along the
