@@ -92,6 +92,16 @@ std::vector<std::string> keys(const NamedTensors& named) {
     return out;
 }
 
+// "step", "lr", then the group keys of a one-group optimizer with these options, then `rest`.
+std::vector<std::string> state_keys(const std::vector<std::string>& options, const std::vector<std::string>& rest) {
+    std::vector<std::string> out{"step", "lr", "param_groups.0.params"};
+    for (const auto& o : options) out.push_back("param_groups.0." + o);
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+}
+const std::vector<std::string> kSGDOptionKeys{"lr", "weight_decay", "momentum", "dampening", "nesterov"};
+const std::vector<std::string> kAdamOptionKeys{"lr", "weight_decay", "betas", "eps", "amsgrad"};
+
 bool same_state(const NamedTensors& a, const NamedTensors& b) {
     if (keys(a) != keys(b)) return false;
     for (size_t i = 0; i < a.size(); ++i) {
@@ -358,11 +368,11 @@ TEST_CASE("optim: state_dict names are stable and follow the parameter names", "
     const NamedTensors named = make_named_params(3);
     const std::vector<Tensor> ps = values(named);
     SGD sgd(named, {.lr = 0.1, .momentum = 0.9});
-    CHECK(keys(sgd.state_dict()) == std::vector<std::string>{"step", "lr"});  // state is created on the first step
+    CHECK(keys(sgd.state_dict()) == state_keys(kSGDOptionKeys, {}));  // state is created on the first step
     set_grads(ps, 0);
     sgd.step();
-    CHECK(keys(sgd.state_dict()) == std::vector<std::string>{"step", "lr", "momentum_buffer.0.weight",
-                                                             "momentum_buffer.0.bias", "momentum_buffer.2.weight"});
+    CHECK(keys(sgd.state_dict()) == state_keys(kSGDOptionKeys, {"momentum_buffer.0.weight", "momentum_buffer.0.bias",
+                                                                "momentum_buffer.2.weight"}));
     // torch: the momentum buffer starts as the first gradient.
     CHECK(bit_equal(find_tensor(sgd.state_dict(), "momentum_buffer.0.bias"), ps[1].grad()));
     CHECK(find_tensor(sgd.state_dict(), "lr").item() == 0.1f);
@@ -370,16 +380,15 @@ TEST_CASE("optim: state_dict names are stable and follow the parameter names", "
     SGD plain(clone_params(named), {.lr = 0.1});
     set_grads(values(plain.params()), 0);
     plain.step();
-    CHECK(keys(plain.state_dict()) == std::vector<std::string>{"step", "lr"});  // no momentum, no buffers
+    CHECK(keys(plain.state_dict()) == state_keys(kSGDOptionKeys, {}));  // no momentum, no buffers
 
     Adam adam(clone_params(named));
     set_grads(values(adam.params()), 0);
     adam.step();
     const NamedTensors state = adam.state_dict();
-    CHECK(keys(state) == std::vector<std::string>{"step", "lr", "step.0.weight", "exp_avg.0.weight",
-                                                  "exp_avg_sq.0.weight", "step.0.bias", "exp_avg.0.bias",
-                                                  "exp_avg_sq.0.bias", "step.2.weight", "exp_avg.2.weight",
-                                                  "exp_avg_sq.2.weight"});
+    CHECK(keys(state) == state_keys(kAdamOptionKeys, {"step.0.weight", "exp_avg.0.weight", "exp_avg_sq.0.weight",
+                                                       "step.0.bias", "exp_avg.0.bias", "exp_avg_sq.0.bias",
+                                                       "step.2.weight", "exp_avg.2.weight", "exp_avg_sq.2.weight"}));
     CHECK(find_tensor(state, "exp_avg.0.weight").shape() == Shape{7, 5});
     // A snapshot: stepping again does not change a state_dict already taken.
     const NamedTensors snapshot = adam.state_dict();
@@ -391,9 +400,9 @@ TEST_CASE("optim: state_dict names are stable and follow the parameter names", "
     Adam model_opt(linear.named_parameters());
     for (auto& p : linear.parameters()) p.set_grad(ones_like(p));
     model_opt.step();
-    CHECK(keys(model_opt.state_dict()) == std::vector<std::string>{"step", "lr", "step.weight", "exp_avg.weight",
-                                                                 "exp_avg_sq.weight", "step.bias", "exp_avg.bias",
-                                                                 "exp_avg_sq.bias"});
+    CHECK(keys(model_opt.state_dict()) == state_keys(kAdamOptionKeys, {"step.weight", "exp_avg.weight",
+                                                                        "exp_avg_sq.weight", "step.bias",
+                                                                        "exp_avg.bias", "exp_avg_sq.bias"}));
 }
 
 TEST_CASE("optim: load_state_dict resumes bit-identically", "[optim]") {
@@ -451,7 +460,7 @@ TEST_CASE("optim: load_state_dict takes lr and step from the state", "[optim]") 
     // Missing per-parameter state is reset: the next step starts that parameter afresh.
     NamedTensors only_scalars{{"step", scalar_tensor(3)}, {"lr", scalar_tensor(0.5f)}};
     b.load_state_dict(only_scalars);
-    CHECK(keys(b.state_dict()) == std::vector<std::string>{"step", "lr"});
+    CHECK(keys(b.state_dict()) == state_keys(kAdamOptionKeys, {}));
     CHECK(b.step_count() == 3);
     CHECK(b.lr() == 0.5);
 }
