@@ -284,6 +284,9 @@ public:
     explicit SGD(const std::vector<Tensor>& params, SGDOptions options = {});
     /// Parameter groups with their own overrides of `options`.
     explicit SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
+    /// The same, from a braced list: `SGD({{decay}, {no_decay, {.weight_decay = 0}}}, options)` (this overload
+    /// also makes a one-group list `{{params}}` unambiguous).
+    SGD(std::initializer_list<ParamGroup> groups, SGDOptions options = {});
     void step() override;
     std::string name() const override { return "SGD"; }
     /// A group's current options (lr included).
@@ -305,6 +308,9 @@ public:
     explicit Adam(const std::vector<Tensor>& params, AdamOptions options = {});
     /// Parameter groups with their own overrides of `options`.
     explicit Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+    /// The same, from a braced list: `Adam({{decay}, {no_decay, {.weight_decay = 0}}}, options)` (this overload
+    /// also makes a one-group list `{{params}}` unambiguous).
+    Adam(std::initializer_list<ParamGroup> groups, AdamOptions options = {});
     void step() override;
     void step_and_zero_grad() override;
     std::string name() const override { return "Adam"; }
@@ -329,6 +335,9 @@ public:
     explicit AdamW(const std::vector<Tensor>& params, AdamWOptions options = {});
     /// Parameter groups with their own overrides of `options`.
     explicit AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {});
+    /// The same, from a braced list: `AdamW({{decay}, {no_decay, {.weight_decay = 0}}}, options)` (this overload
+    /// also makes a one-group list `{{params}}` unambiguous).
+    AdamW(std::initializer_list<ParamGroup> groups, AdamWOptions options = {});
     void step() override;
     void step_and_zero_grad() override;
     std::string name() const override { return "AdamW"; }
@@ -353,6 +362,9 @@ public:
     explicit RMSprop(const std::vector<Tensor>& params, RMSpropOptions options = {});
     /// Parameter groups with their own overrides of `options`.
     explicit RMSprop(std::vector<ParamGroup> groups, RMSpropOptions options = {});
+    /// The same, from a braced list: `RMSprop({{decay}, {no_decay, {.weight_decay = 0}}}, options)` (this overload
+    /// also makes a one-group list `{{params}}` unambiguous).
+    RMSprop(std::initializer_list<ParamGroup> groups, RMSpropOptions options = {});
     void step() override;
     std::string name() const override { return "RMSprop"; }
     /// A group's current options (lr included).
@@ -375,6 +387,9 @@ public:
     explicit Adagrad(const std::vector<Tensor>& params, AdagradOptions options = {});
     /// Parameter groups with their own overrides of `options`.
     explicit Adagrad(std::vector<ParamGroup> groups, AdagradOptions options = {});
+    /// The same, from a braced list: `Adagrad({{decay}, {no_decay, {.weight_decay = 0}}}, options)` (this overload
+    /// also makes a one-group list `{{params}}` unambiguous).
+    Adagrad(std::initializer_list<ParamGroup> groups, AdagradOptions options = {});
     void step() override;
     std::string name() const override { return "Adagrad"; }
     /// A group's current options (lr included).

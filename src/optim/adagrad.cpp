@@ -67,6 +67,9 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, AdagradOptions options)
 Adagrad::Adagrad(NamedTensors params, AdagradOptions options)
     : Adagrad(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
+Adagrad::Adagrad(std::initializer_list<ParamGroup> groups, AdagradOptions options)
+    : Adagrad(std::vector<ParamGroup>(groups), options) {}
+
 Adagrad::Adagrad(const std::vector<Tensor>& params, AdagradOptions options)
     : Adagrad(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
 

@@ -267,6 +267,9 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
 Adam::Adam(NamedTensors params, AdamOptions options)
     : Adam(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
+Adam::Adam(std::initializer_list<ParamGroup> groups, AdamOptions options)
+    : Adam(std::vector<ParamGroup>(groups), options) {}
+
 Adam::Adam(const std::vector<Tensor>& params, AdamOptions options)
     : Adam(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
 
@@ -300,6 +303,9 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
 
 AdamW::AdamW(NamedTensors params, AdamWOptions options)
     : AdamW(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
+
+AdamW::AdamW(std::initializer_list<ParamGroup> groups, AdamWOptions options)
+    : AdamW(std::vector<ParamGroup>(groups), options) {}
 
 AdamW::AdamW(const std::vector<Tensor>& params, AdamWOptions options)
     : AdamW(std::vector<ParamGroup>{ParamGroup(params)}, options) {}

@@ -80,6 +80,9 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions options)
 RMSprop::RMSprop(NamedTensors params, RMSpropOptions options)
     : RMSprop(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
+RMSprop::RMSprop(std::initializer_list<ParamGroup> groups, RMSpropOptions options)
+    : RMSprop(std::vector<ParamGroup>(groups), options) {}
+
 RMSprop::RMSprop(const std::vector<Tensor>& params, RMSpropOptions options)
     : RMSprop(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
 

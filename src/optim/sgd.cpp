@@ -68,6 +68,9 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::mo
 
 SGD::SGD(NamedTensors params, SGDOptions options) : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
 
+SGD::SGD(std::initializer_list<ParamGroup> groups, SGDOptions options)
+    : SGD(std::vector<ParamGroup>(groups), options) {}
+
 SGD::SGD(const std::vector<Tensor>& params, SGDOptions options)
     : SGD(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
 
