@@ -3,6 +3,7 @@
 // (or, three_phase, back to the initial lr and then down), while momentum (or Adam's beta1) moves
 // the other way. Not chainable: every step computes the lr from the phase it is in, with torch's
 // operations in torch's order.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -36,6 +37,10 @@ Optimizer& checked(Optimizer& optimizer, const OneCycleLROptions& o) {
         }
     }
     NORMNET_CHECK(o.pct_start >= 0.0 && o.pct_start <= 1.0, "OneCycleLR: pct_start must be in [0, 1], got ", o.pct_start);
+    // The first phase ends at step pct_start * total_steps - 1; at 0 it has no steps, and the step
+    // the constructor takes would divide by zero (as torch's does).
+    NORMNET_CHECK(o.pct_start * static_cast<double>(total_steps_of(o)) - 1.0 != 0.0, "OneCycleLR: phase 1 has no steps ",
+                  "(pct_start * total_steps = 1); use more total_steps or another pct_start");
     NORMNET_CHECK(std::isfinite(o.div_factor) && o.div_factor > 0.0, "OneCycleLR: div_factor must be finite and > 0, got ",
                   o.div_factor);
     NORMNET_CHECK(std::isfinite(o.final_div_factor) && o.final_div_factor > 0.0,
@@ -115,6 +120,16 @@ double OneCycleLR::get_lr(size_t group) {
             break;
         }
         start_step = phase.end_step;
+    }
+    // torch lets the schedule be stepped once past the cycle (step_num == total_steps) and
+    // extrapolates the last phase there; a linear anneal then overshoots, below zero for the lr.
+    // That step's values are never used by a loop that stops after total_steps; keep them within
+    // the last phase's range, so that the lr stays >= 0 and beta1 < 1.
+    if (step_num == total_steps_) {
+        const Phase& last = phases_.back();
+        lr = std::clamp(lr, std::min(v.*last.start_lr, v.*last.end_lr), std::max(v.*last.start_lr, v.*last.end_lr));
+        momentum = std::clamp(momentum, std::min(v.*last.start_momentum, v.*last.end_momentum),
+                              std::max(v.*last.start_momentum, v.*last.end_momentum));
     }
     if (options_.cycle_momentum) {
         if (use_beta1_) {
