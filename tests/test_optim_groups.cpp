@@ -7,25 +7,16 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "optim_test_helpers.hpp"
 #include "reference_kernels.hpp"
-#include "test_helpers.hpp"
 
 using namespace normnet;
 using test::bit_equal;
+using test::keys;
+using test::same_state;
+using test::violation;
 
 namespace {
-
-// Largest violation of |a - e| <= atol + rtol * |e|, or 0 when every element passes.
-double violation(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-    const auto a = actual.to_vector();
-    const auto e = expected.to_vector();
-    double worst = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        const double err = std::abs(static_cast<double>(a[i]) - e[i]);
-        if (!(err <= atol + rtol * std::abs(static_cast<double>(e[i])))) worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-    }
-    return worst;
-}
 
 // The overrides of one group, from the golden's JSON (torch's param_group keys).
 ParamGroupOptions overrides_from(const nlohmann::json& j) {
@@ -99,20 +90,6 @@ std::vector<Tensor> initial_params(const SafetensorsData& g, const std::string& 
     return {test::leaf(g.at(c + ".init.p0")), test::leaf(g.at(c + ".init.p1")), test::leaf(g.at(c + ".init.p2"))};
 }
 
-std::vector<std::string> keys(const NamedTensors& named) {
-    std::vector<std::string> out;
-    for (const auto& [name, t] : named) out.push_back(name);
-    return out;
-}
-
-bool same_state(const NamedTensors& a, const NamedTensors& b) {
-    if (keys(a) != keys(b)) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!bit_equal(a[i].second, b[i].second)) return false;
-    }
-    return true;
-}
-
 // Deterministic pseudo-gradients: step k's gradient of each parameter.
 void set_grads(const std::vector<Tensor>& params, int k) {
     for (size_t i = 0; i < params.size(); ++i) {
@@ -127,12 +104,7 @@ void set_grads(const std::vector<Tensor>& params, int k) {
 // PyTorch goldens
 
 TEST_CASE("optim groups: every optim_groups.safetensors case matches torch 1.13 over 20 steps", "[optim][groups][golden]") {
-#ifdef __FMA__
-    const double kRtol = 1e-6, kAtol = 1e-7;
-#else
-    // Without hardware fma each of torch's fused a + alpha * b rounds twice here.
-    const double kRtol = 1e-5, kAtol = 1e-6;
-#endif
+    const double kRtol = test::kOptimRtol, kAtol = test::kOptimAtol;
     const auto g = test::golden("optim_groups.safetensors");
     REQUIRE(g.metadata.at("problem.steps") == "20");
     for (const std::string c : kCases) {
@@ -329,22 +301,8 @@ TEST_CASE("optim groups: load_state_dict checks the groups, naming the key, and 
     CHECK(find_tensor(good, "max_exp_avg_sq.2").defined());
     CHECK_FALSE(find_tensor(good, "max_exp_avg_sq.0").defined());  // group 0 has no amsgrad
 
-    auto with = [&](const std::string& key, const Tensor& value) {
-        NamedTensors s = good;
-        bool replaced = false;
-        for (auto& [k, v] : s) {
-            if (k == key) v = value, replaced = true;
-        }
-        if (!replaced) s.emplace_back(key, value);
-        return s;
-    };
-    auto without = [&](const std::string& key) {
-        NamedTensors s;
-        for (const auto& [k, v] : good) {
-            if (k != key) s.emplace_back(k, v);
-        }
-        return s;
-    };
+    auto with = [&](const std::string& key, const Tensor& value) { return test::with_entry(good, key, value); };
+    auto without = [&](const std::string& key) { return test::without_entry(good, key); };
     const auto bits = [](double v) {
         Tensor t = empty(Shape{}, kInt64);
         *t.data_ptr<int64_t>() = std::bit_cast<int64_t>(v);
@@ -416,44 +374,6 @@ TEST_CASE("optim groups: RMSprop and Adagrad options default to PyTorch's and ar
     const NamedTensors s = adagrad.state_dict();
     CHECK(find_tensor(s, "sum.w").to_vector() == std::vector<float>{0.5f, 0.5f});
     CHECK(find_tensor(s, "step.w").item<int64_t>() == 0);
-}
-
-TEST_CASE("optim groups: step_and_zero_grad equals step then zero_grad(false) for every optimizer", "[optim][groups]") {
-    using Factory = std::function<std::unique_ptr<Optimizer>(NamedTensors)>;
-    const std::vector<std::pair<std::string, Factory>> factories = {
-        {"Adam amsgrad", [](NamedTensors p) -> std::unique_ptr<Optimizer> { return std::make_unique<Adam>(std::move(p), AdamOptions{.lr = 0.01, .amsgrad = true}); }},
-        {"AdamW amsgrad", [](NamedTensors p) -> std::unique_ptr<Optimizer> { return std::make_unique<AdamW>(std::move(p), AdamWOptions{.lr = 0.01, .amsgrad = true}); }},
-        {"RMSprop", [](NamedTensors p) -> std::unique_ptr<Optimizer> { return std::make_unique<RMSprop>(std::move(p), RMSpropOptions{.momentum = 0.5, .centered = true}); }},
-        {"Adagrad", [](NamedTensors p) -> std::unique_ptr<Optimizer> { return std::make_unique<Adagrad>(std::move(p), AdagradOptions{.lr_decay = 0.1}); }},
-    };
-    for (const auto& [name, make] : factories) {
-        INFO(name);
-        std::vector<Tensor> results;
-        for (const bool fused : {false, true}) {
-            manual_seed(11);
-            Sequential model{Linear(5, 40), ReLU(), Linear(40, 3)};
-            auto opt = make(model.named_parameters());
-            const Tensor x = randn({6, 5});
-            const Tensor y = randn({6, 3});
-            opt->zero_grad();
-            for (int k = 0; k < 4; ++k) {
-                mse_loss(model(x), y).backward();
-                if (fused) {
-                    opt->step_and_zero_grad();
-                } else {
-                    opt->step();
-                    opt->zero_grad(false);
-                }
-                for (const auto& [pname, p] : model.named_parameters()) {
-                    REQUIRE(p.grad().defined());
-                    for (float v : p.grad().to_vector()) CHECK(v == 0.0f);
-                }
-            }
-            for (const auto& [pname, p] : model.named_parameters()) results.push_back(p.clone());
-        }
-        const size_t half = results.size() / 2;
-        for (size_t i = 0; i < half; ++i) CHECK(bit_equal(results[i], results[half + i]));
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,12 +3,8 @@
 // alpha and addcmul contract to one fma; addcdiv does not). The step size lr / (1 + (t - 1) *
 // lr_decay) is computed in double, as torch computes it in Python floats.
 
-// Every rounding happens where the source says (see sgd.cpp). Set before any include.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every rounding happens where the source says (see the header). Included before anything else.
+#include "exact_rounding.hpp"
 
 #include <cmath>
 

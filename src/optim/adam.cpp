@@ -7,14 +7,8 @@
 // not vectorise in a plain loop unless -fno-math-errno is given (sqrtf may set errno), so the pass
 // is written with std::experimental::simd where the standard library has it.
 
-// Every rounding happens where the source says, as in torch's separate kernels: the fmas are
-// explicit (madd), and the compiler must not fuse anything else (GCC fuses a * b + c by default,
-// e.g. AdamW's p * (1 - lr * wd) into the add that follows). Set before any include.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every rounding happens where the source says (see the header). Included before anything else.
+#include "exact_rounding.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's _mm512_sqrt_ps (used by simd sqrt) trips a false -Wmaybe-uninitialized on its

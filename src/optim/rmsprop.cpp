@@ -2,12 +2,8 @@
 // same float32 operations in the same order, with the fused multiply-adds of torch's CPU kernels
 // (add(other, alpha) and addcmul are a + alpha * b, contracted to one fma; addcdiv is not).
 
-// Every rounding happens where the source says (see sgd.cpp). Set before any include.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every rounding happens where the source says (see the header). Included before anything else.
+#include "exact_rounding.hpp"
 
 #include <cmath>
 

@@ -2,14 +2,8 @@
 // bit for bit: the same float32 operations in the same order, with the fused multiply-adds that
 // torch's CPU kernels compile to (its add(other, alpha) is a + alpha * b, contracted to one fma).
 
-// Every rounding happens where the source says, as in torch's separate kernels: the fmas are
-// explicit (madd), and the compiler must not fuse anything else (GCC fuses a * b + c by default).
-// Set before any include.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every rounding happens where the source says (see the header). Included before anything else.
+#include "exact_rounding.hpp"
 
 #include <cmath>
 
