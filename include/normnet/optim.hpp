@@ -470,9 +470,9 @@ struct NORMNET_API PerGroup {
 /// The base of PyTorch's schedulers (torch's _LRScheduler): every step() moves last_epoch on
 /// by one and sets each parameter group's lr, in torch's chainable form (from the group's
 /// current lr) where torch uses it, so schedulers stacked on one optimizer compose as in torch.
-/// Made with the optimizer's groups' initial_lr (their lr when the first scheduler was made) as
-/// base_lrs, it steps once at once (last_epoch 0), as torch's constructor does. The optimizer
-/// must outlive the scheduler; step() allocates nothing.
+/// Its base_lrs are the groups' initial_lr (their lr when the first scheduler was made on the
+/// optimizer), and its constructor takes the first step (to last_epoch 0), as torch's does. The
+/// optimizer must outlive the scheduler; step() allocates nothing.
 class NORMNET_API LRSchedulerBase {
 public:
     virtual ~LRSchedulerBase();
@@ -481,7 +481,7 @@ public:
 
     /// Moves on one epoch (or batch: whatever the caller steps it by) and sets the groups' lrs.
     virtual void step();
-    /// The number of step() calls since construction; 0 after it (torch's last_epoch).
+    /// torch's last_epoch: 0 after construction, + 1 per step().
     int64_t last_epoch() const { return last_epoch_; }
     /// The lr of each group as this scheduler last set it (torch's get_last_lr()).
     const std::vector<double>& get_last_lr() const { return last_lr_; }
@@ -512,9 +512,9 @@ protected:
     /// Group g's lr for the current last_epoch, from the group's current lr where torch's formula
     /// is chainable (torch's get_lr()).
     virtual double get_lr(size_t group) = 0;
-    /// Group g's lr at last_epoch in closed form (torch's _get_closed_form_lr()), or none when the
-    /// scheduler has no closed form.
-    virtual std::optional<double> closed_form_lr(size_t group) const;
+    /// Group g's lr at last_epoch in closed form (torch's _get_closed_form_lr()); by default,
+    /// for schedulers without one, get_lr(group), as torch falls back to it.
+    virtual double closed_form_lr(size_t group);
     /// torch's deprecated step(epoch): last_epoch = epoch, the closed form where there is one.
     /// SequentialLR's milestones use it (with 0).
     void step_to(int64_t epoch);
@@ -570,7 +570,7 @@ public:
 
 protected:
     double get_lr(size_t group) override;
-    std::optional<double> closed_form_lr(size_t group) const override;
+    double closed_form_lr(size_t group) override;
 
 private:
     StepLROptions options_;
@@ -591,7 +591,7 @@ public:
 
 protected:
     double get_lr(size_t group) override;
-    std::optional<double> closed_form_lr(size_t group) const override;
+    double closed_form_lr(size_t group) override;
 
 private:
     MultiStepLROptions options_;  // milestones sorted
@@ -611,7 +611,7 @@ public:
 
 protected:
     double get_lr(size_t group) override;
-    std::optional<double> closed_form_lr(size_t group) const override;
+    double closed_form_lr(size_t group) override;
 
 private:
     ExponentialLROptions options_;
@@ -632,7 +632,7 @@ public:
 
 protected:
     double get_lr(size_t group) override;
-    std::optional<double> closed_form_lr(size_t group) const override;
+    double closed_form_lr(size_t group) override;
 
 private:
     CosineAnnealingLROptions options_;
@@ -655,7 +655,7 @@ public:
 
 protected:
     double get_lr(size_t group) override;
-    std::optional<double> closed_form_lr(size_t group) const override;
+    double closed_form_lr(size_t group) override;
 
 private:
     LinearLROptions options_;

@@ -37,7 +37,7 @@ double CosineAnnealingLR::get_lr(size_t group) {
     return (1.0 + std::cos(pi * e / T)) / (1.0 + std::cos(pi * (e - 1.0) / T)) * (lr - eta_min) + eta_min;
 }
 
-std::optional<double> CosineAnnealingLR::closed_form_lr(size_t group) const {
+double CosineAnnealingLR::closed_form_lr(size_t group) {
     constexpr double pi = std::numbers::pi;
     const double base = base_lrs_[group], eta_min = options_.eta_min;
     return eta_min + (base - eta_min) * (1.0 + std::cos(pi * static_cast<double>(last_epoch_) / static_cast<double>(options_.T_max))) / 2.0;

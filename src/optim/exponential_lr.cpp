@@ -24,7 +24,7 @@ double ExponentialLR::get_lr(size_t group) {
     return last_epoch_ == 0 ? lr : lr * options_.gamma;
 }
 
-std::optional<double> ExponentialLR::closed_form_lr(size_t group) const {
+double ExponentialLR::closed_form_lr(size_t group) {
     return base_lrs_[group] * std::pow(options_.gamma, static_cast<double>(last_epoch_));
 }
 

@@ -34,7 +34,7 @@ double LinearLR::get_lr(size_t group) {
     return lr * (1.0 + (end - start) / (total * start + static_cast<double>(last_epoch_ - 1) * (end - start)));
 }
 
-std::optional<double> LinearLR::closed_form_lr(size_t group) const {
+double LinearLR::closed_form_lr(size_t group) {
     const double start = options_.start_factor, end = options_.end_factor;
     const auto done = static_cast<double>(std::min(options_.total_iters, last_epoch_));
     return base_lrs_[group] * (start + (end - start) * done / static_cast<double>(options_.total_iters));

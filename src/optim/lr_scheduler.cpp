@@ -38,7 +38,7 @@ void LRSchedulerBase::initial_step() {
     step();
 }
 
-std::optional<double> LRSchedulerBase::closed_form_lr(size_t) const { return std::nullopt; }
+double LRSchedulerBase::closed_form_lr(size_t group) { return get_lr(group); }
 
 void LRSchedulerBase::step() {
     ++step_count_;
@@ -56,8 +56,7 @@ void LRSchedulerBase::set_lrs(bool closed_form) {
     // torch computes every group's value, then sets them; each group's value depends on its own
     // lr only, so group by group is the same.
     for (size_t g = 0; g < last_lr_.size(); ++g) {
-        const std::optional<double> closed = closed_form ? closed_form_lr(g) : std::nullopt;
-        const double lr = closed ? *closed : get_lr(g);
+        const double lr = closed_form ? closed_form_lr(g) : get_lr(g);
         if (!(std::isfinite(lr) && lr >= 0.0)) {
             fail(name(), ": the schedule gives parameter group ", g, " the learning rate ", lr, " at epoch ", last_epoch_);
         }

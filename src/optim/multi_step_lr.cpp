@@ -33,7 +33,7 @@ double MultiStepLR::get_lr(size_t group) {
     return lr * std::pow(options_.gamma, static_cast<double>(last - first));
 }
 
-std::optional<double> MultiStepLR::closed_form_lr(size_t group) const {
+double MultiStepLR::closed_form_lr(size_t group) {
     // bisect_right: the milestones passed, repeats included.
     const auto passed = std::upper_bound(options_.milestones.begin(), options_.milestones.end(), last_epoch_) -
                         options_.milestones.begin();

@@ -26,7 +26,7 @@ double StepLR::get_lr(size_t group) {
     return lr * options_.gamma;
 }
 
-std::optional<double> StepLR::closed_form_lr(size_t group) const {
+double StepLR::closed_form_lr(size_t group) {
     return base_lrs_[group] * std::pow(options_.gamma, static_cast<double>(last_epoch_ / options_.step_size));
 }
 
