@@ -578,7 +578,7 @@ private:
 
 /// Options of MultiStepLR (torch requires milestones).
 struct MultiStepLROptions {
-    std::vector<int64_t> milestones;  ///< epochs at which the lr is multiplied by gamma (a repeated one: gamma^count)
+    std::vector<int64_t> milestones{};  ///< epochs at which the lr is multiplied by gamma (a repeated one: gamma^count)
     double gamma = 0.1;
 };
 
@@ -666,7 +666,7 @@ enum class AnnealStrategy { cos, linear };
 
 /// Options of OneCycleLR, with torch's defaults (torch requires max_lr and a length).
 struct OneCycleLROptions {
-    PerGroup max_lr;                 ///< the peak lr, one for all groups or one per group
+    PerGroup max_lr{};               ///< the peak lr, one for all groups or one per group (required)
     int64_t total_steps = 0;         ///< steps in the cycle; 0: epochs * steps_per_epoch
     int64_t epochs = 0;
     int64_t steps_per_epoch = 0;
