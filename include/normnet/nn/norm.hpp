@@ -22,7 +22,7 @@ struct LayerNormOptions {
 
 /// Normalises each sample over its trailing normalized_shape dimensions (mean and biased
 /// variance of that sample), then scales by weight (init 1) and shifts by bias (init 0).
-class NORMNET_API LayerNorm : public Module {
+class NORMNET_API LayerNorm : public Cloneable<LayerNorm> {
 public:
     /// A layer from its options. Name the struct when using designated initialisers:
     /// LayerNorm(LayerNormOptions{.normalized_shape = {300}, .eps = 1e-5}); GCC 12 finds
@@ -58,7 +58,7 @@ struct BatchNorm1dOptions {
 
 /// Normalises each channel over the batch (input [N, C] or [N, C, L]). Training uses the batch
 /// statistics and updates running_mean/running_var/num_batches_tracked; eval uses the running ones.
-class NORMNET_API BatchNorm1d : public Module {
+class NORMNET_API BatchNorm1d : public Cloneable<BatchNorm1d> {
 public:
     /// A layer from its options, e.g. BatchNorm1d(BatchNorm1dOptions{.num_features = 300, .momentum = {}}).
     explicit BatchNorm1d(const BatchNorm1dOptions& options);
@@ -90,7 +90,7 @@ struct RMSNormOptions {
 };
 
 /// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dimensions.
-class NORMNET_API RMSNorm : public Module {
+class NORMNET_API RMSNorm : public Cloneable<RMSNorm> {
 public:
     /// A layer from its options, e.g. RMSNorm(RMSNormOptions{.normalized_shape = {300}, .eps = 1e-6}).
     explicit RMSNorm(const RMSNormOptions& options);
