@@ -3,6 +3,7 @@
 // kernels round the same way).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -63,6 +64,66 @@ inline void adam_update_reference(float* param, float* exp_avg, float* exp_avg_s
         denom = denom / s.bias_correction2_sqrt;                             // / bias_correction2_sqrt
         denom = denom + s.eps;                                               // .add_(eps)
         param[i] = param[i] + s.neg_step_size * exp_avg[i] / denom;          // param.addcdiv_(exp_avg, denom, value=-step_size)
+    }
+}
+
+// adam_update_reference with amsgrad, as torch.optim's _single_tensor_adam(amsgrad=True).
+// max_exp_avg_sq: [n] updated
+inline void adam_amsgrad_update_reference(float* param, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
+                                          const float* grad, int64_t n, const AdamScalars& s) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (s.decay != 1.0f) param[i] = param[i] * s.decay;
+        float g = grad[i];
+        if (s.weight_decay != 0.0f) g = madd(s.weight_decay, param[i], g);
+        exp_avg[i] = madd(s.one_minus_beta1, g, exp_avg[i] * s.beta1);
+        exp_avg_sq[i] = madd(s.one_minus_beta2 * g, g, exp_avg_sq[i] * s.beta2);
+        const float a = max_exp_avg_sq[i], b = exp_avg_sq[i];                    // torch.maximum(max, exp_avg_sq)
+        max_exp_avg_sq[i] = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+        float denom = std::sqrt(max_exp_avg_sq[i]);                              // max_exp_avg_sq.sqrt()
+        denom = denom / s.bias_correction2_sqrt;                                 // / bias_correction2_sqrt
+        denom = denom + s.eps;                                                   // .add_(eps)
+        param[i] = param[i] + s.neg_step_size * exp_avg[i] / denom;
+    }
+}
+
+// The same update written op by op as torch.optim's _single_tensor_rmsprop, for the tests.
+// param, square_avg: [n] updated; grad_avg, buf: [n] updated when used; grad: [n]
+inline void rmsprop_update_reference(float* param, float* square_avg, float* grad_avg, float* buf, const float* grad,
+                                     int64_t n, const RMSpropScalars& s) {
+    for (int64_t i = 0; i < n; ++i) {
+        float g = grad[i];
+        if (s.weight_decay != 0.0f) g = madd(s.weight_decay, param[i], g);  // grad.add(param, alpha=wd)
+        square_avg[i] = square_avg[i] * s.alpha;                              // square_avg.mul_(alpha)
+        square_avg[i] = madd(s.one_minus_alpha * g, g, square_avg[i]);        // .addcmul_(grad, grad, value=1 - alpha)
+        float avg;
+        if (s.centered) {
+            grad_avg[i] = grad_avg[i] * s.alpha;                              // grad_avg.mul_(alpha)
+            grad_avg[i] = madd(s.one_minus_alpha, g, grad_avg[i]);            // .add_(grad, alpha=1 - alpha)
+            avg = madd(-1.0f * grad_avg[i], grad_avg[i], square_avg[i]);      // square_avg.addcmul(ga, ga, value=-1)
+            avg = std::sqrt(avg);                                             // .sqrt_()
+        } else {
+            avg = std::sqrt(square_avg[i]);                                   // square_avg.sqrt()
+        }
+        avg = avg + s.eps;                                                    // .add_(eps)
+        if (s.momentum > 0.0f) {
+            buf[i] = buf[i] * s.momentum;                                     // buf.mul_(momentum)
+            buf[i] = buf[i] + 1.0f * g / avg;                                 // .addcdiv_(grad, avg)
+            param[i] = madd(s.neg_lr, buf[i], param[i]);                      // param.add_(buf, alpha=-lr)
+        } else {
+            param[i] = param[i] + s.neg_lr * g / avg;                         // param.addcdiv_(grad, avg, value=-lr)
+        }
+    }
+}
+
+// The same update written op by op as torch.optim's _single_tensor_adagrad (dense), for the tests.
+// param, sum: [n] updated; grad: [n]
+inline void adagrad_update_reference(float* param, float* sum, const float* grad, int64_t n, const AdagradScalars& s) {
+    for (int64_t i = 0; i < n; ++i) {
+        float g = grad[i];
+        if (s.weight_decay != 0.0f) g = madd(s.weight_decay, param[i], g);  // grad.add(param, alpha=wd)
+        sum[i] = madd(1.0f * g, g, sum[i]);                                   // state_sum.addcmul_(grad, grad, value=1)
+        const float std_dev = std::sqrt(sum[i]) + s.eps;                      // state_sum.sqrt().add_(eps)
+        param[i] = param[i] + s.neg_clr * g / std_dev;                        // param.addcdiv_(grad, std, value=-clr)
     }
 }
 

@@ -8,25 +8,16 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "optim_test_helpers.hpp"
 #include "reference_kernels.hpp"
-#include "test_helpers.hpp"
 
 using namespace normnet;
 using test::bit_equal;
+using test::keys;
+using test::same_state;
+using test::violation;
 
 namespace {
-
-// Largest violation of |a - e| <= atol + rtol * |e|, or 0 when every element passes.
-double violation(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-    const auto a = actual.to_vector();
-    const auto e = expected.to_vector();
-    double worst = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        const double err = std::abs(static_cast<double>(a[i]) - e[i]);
-        if (!(err <= atol + rtol * std::abs(static_cast<double>(e[i])))) worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-    }
-    return worst;
-}
 
 void require_near(const Tensor& actual, const Tensor& expected, const std::string& what, double rtol = 1e-6,
                   double atol = 1e-7) {
@@ -87,21 +78,17 @@ NamedTensors clone_params(const NamedTensors& named) {
     return out;
 }
 
-std::vector<std::string> keys(const NamedTensors& named) {
-    std::vector<std::string> out;
-    for (const auto& [name, t] : named) out.push_back(name);
+// "step", "lr", then the group keys of a one-group optimizer with these options, then `rest`.
+std::vector<std::string> state_keys(const std::vector<std::string>& options, const std::vector<std::string>& rest) {
+    std::vector<std::string> out{"step", "lr", "param_groups.0.params"};
+    for (const auto& o : options) out.push_back("param_groups.0." + o);
+    out.insert(out.end(), rest.begin(), rest.end());
     return out;
 }
+const std::vector<std::string> kSGDOptionKeys{"lr", "weight_decay", "momentum", "dampening", "nesterov"};
+const std::vector<std::string> kAdamOptionKeys{"lr", "weight_decay", "betas", "eps", "amsgrad"};
 
-bool same_state(const NamedTensors& a, const NamedTensors& b) {
-    if (keys(a) != keys(b)) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!bit_equal(a[i].second, b[i].second)) return false;
-    }
-    return true;
-}
-
-// The three optimizers with non-default options, each made by a factory so tests can build twins.
+// The optimizers with non-default options, each made by a factory so tests can build twins.
 using Factory = std::function<std::unique_ptr<Optimizer>(NamedTensors)>;
 std::vector<std::pair<std::string, Factory>> factories() {
     return {
@@ -115,6 +102,17 @@ std::vector<std::pair<std::string, Factory>> factories() {
         {"AdamW", [](NamedTensors p) -> std::unique_ptr<Optimizer> {
              return std::make_unique<AdamW>(std::move(p), AdamWOptions{.lr = 0.01, .weight_decay = 0.05});
          }},
+        {"Adam amsgrad", [](NamedTensors p) -> std::unique_ptr<Optimizer> {
+             return std::make_unique<Adam>(std::move(p), AdamOptions{.lr = 0.01, .amsgrad = true});
+         }},
+        {"RMSprop", [](NamedTensors p) -> std::unique_ptr<Optimizer> {
+             return std::make_unique<RMSprop>(std::move(p), RMSpropOptions{.lr = 0.01, .weight_decay = 1e-3,
+                                                                           .momentum = 0.5, .centered = true});
+         }},
+        {"Adagrad", [](NamedTensors p) -> std::unique_ptr<Optimizer> {
+             return std::make_unique<Adagrad>(std::move(p), AdagradOptions{.lr = 0.1, .lr_decay = 0.01,
+                                                                           .initial_accumulator_value = 0.1});
+         }},
     };
 }
 
@@ -124,13 +122,7 @@ std::vector<std::pair<std::string, Factory>> factories() {
 // PyTorch goldens
 
 TEST_CASE("optim: every optim.safetensors case matches torch 1.13 over 5 steps", "[optim][golden]") {
-#ifdef __FMA__
-    const double kRtol = 1e-6, kAtol = 1e-7;
-#else
-    // Without hardware fma (e.g. NORMNET_NATIVE=OFF or sanitizer builds) each of torch's fused
-    // a + alpha * b rounds twice here; Nesterov's cancellation makes that ~3e-7 absolute by step 3.
-    const double kRtol = 1e-5, kAtol = 1e-6;
-#endif
+    const double kRtol = test::kOptimRtol, kAtol = test::kOptimAtol;
     const auto g = test::golden("optim.safetensors");
     // The *_sparse cases give p1 a gradient only in steps 1 and 2 (none in the others): Adam's bias
     // corrections count each parameter's own steps, as torch's per-parameter state['step'].
@@ -350,7 +342,16 @@ TEST_CASE("optim: parameters without a gradient are skipped and keep no state", 
         opt->step();
         CHECK(bit_equal(ps[1], before));  // not even AdamW's decay touches it
         CHECK_FALSE(bit_equal(ps[0], make_named_params(2)[0].second));
-        for (const auto& key : keys(opt->state_dict())) CHECK(key.find("0.bias") == std::string::npos);
+        for (const auto& key : keys(opt->state_dict())) {
+            // Adagrad's sums exist from the start (as torch's): it has one, untouched, and step 0.
+            if (name == "Adagrad" && key == "sum.0.bias") {
+                CHECK(find_tensor(opt->state_dict(), key).to_vector() == std::vector<float>(7, 0.1f));
+            } else if (name == "Adagrad" && key == "step.0.bias") {
+                CHECK(find_tensor(opt->state_dict(), key).item<int64_t>() == 0);
+            } else {
+                CHECK(key.find("0.bias") == std::string::npos);
+            }
+        }
         CHECK(opt->step_count() == 2);
     }
 }
@@ -359,11 +360,11 @@ TEST_CASE("optim: state_dict names are stable and follow the parameter names", "
     const NamedTensors named = make_named_params(3);
     const std::vector<Tensor> ps = values(named);
     SGD sgd(named, {.lr = 0.1, .momentum = 0.9});
-    CHECK(keys(sgd.state_dict()) == std::vector<std::string>{"step", "lr"});  // state is created on the first step
+    CHECK(keys(sgd.state_dict()) == state_keys(kSGDOptionKeys, {}));  // state is created on the first step
     set_grads(ps, 0);
     sgd.step();
-    CHECK(keys(sgd.state_dict()) == std::vector<std::string>{"step", "lr", "momentum_buffer.0.weight",
-                                                             "momentum_buffer.0.bias", "momentum_buffer.2.weight"});
+    CHECK(keys(sgd.state_dict()) == state_keys(kSGDOptionKeys, {"momentum_buffer.0.weight", "momentum_buffer.0.bias",
+                                                                "momentum_buffer.2.weight"}));
     // torch: the momentum buffer starts as the first gradient.
     CHECK(bit_equal(find_tensor(sgd.state_dict(), "momentum_buffer.0.bias"), ps[1].grad()));
     CHECK(find_tensor(sgd.state_dict(), "lr").item() == 0.1f);
@@ -371,16 +372,15 @@ TEST_CASE("optim: state_dict names are stable and follow the parameter names", "
     SGD plain(clone_params(named), {.lr = 0.1});
     set_grads(values(plain.params()), 0);
     plain.step();
-    CHECK(keys(plain.state_dict()) == std::vector<std::string>{"step", "lr"});  // no momentum, no buffers
+    CHECK(keys(plain.state_dict()) == state_keys(kSGDOptionKeys, {}));  // no momentum, no buffers
 
     Adam adam(clone_params(named));
     set_grads(values(adam.params()), 0);
     adam.step();
     const NamedTensors state = adam.state_dict();
-    CHECK(keys(state) == std::vector<std::string>{"step", "lr", "step.0.weight", "exp_avg.0.weight",
-                                                  "exp_avg_sq.0.weight", "step.0.bias", "exp_avg.0.bias",
-                                                  "exp_avg_sq.0.bias", "step.2.weight", "exp_avg.2.weight",
-                                                  "exp_avg_sq.2.weight"});
+    CHECK(keys(state) == state_keys(kAdamOptionKeys, {"step.0.weight", "exp_avg.0.weight", "exp_avg_sq.0.weight",
+                                                       "step.0.bias", "exp_avg.0.bias", "exp_avg_sq.0.bias",
+                                                       "step.2.weight", "exp_avg.2.weight", "exp_avg_sq.2.weight"}));
     CHECK(find_tensor(state, "exp_avg.0.weight").shape() == Shape{7, 5});
     // A snapshot: stepping again does not change a state_dict already taken.
     const NamedTensors snapshot = adam.state_dict();
@@ -392,9 +392,9 @@ TEST_CASE("optim: state_dict names are stable and follow the parameter names", "
     Adam model_opt(linear.named_parameters());
     for (auto& p : linear.parameters()) p.set_grad(ones_like(p));
     model_opt.step();
-    CHECK(keys(model_opt.state_dict()) == std::vector<std::string>{"step", "lr", "step.weight", "exp_avg.weight",
-                                                                 "exp_avg_sq.weight", "step.bias", "exp_avg.bias",
-                                                                 "exp_avg_sq.bias"});
+    CHECK(keys(model_opt.state_dict()) == state_keys(kAdamOptionKeys, {"step.weight", "exp_avg.weight",
+                                                                        "exp_avg_sq.weight", "step.bias",
+                                                                        "exp_avg.bias", "exp_avg_sq.bias"}));
 }
 
 TEST_CASE("optim: load_state_dict resumes bit-identically", "[optim]") {
@@ -452,7 +452,7 @@ TEST_CASE("optim: load_state_dict takes lr and step from the state", "[optim]") 
     // Missing per-parameter state is reset: the next step starts that parameter afresh.
     NamedTensors only_scalars{{"step", scalar_tensor(3)}, {"lr", scalar_tensor(0.5f)}};
     b.load_state_dict(only_scalars);
-    CHECK(keys(b.state_dict()) == std::vector<std::string>{"step", "lr"});
+    CHECK(keys(b.state_dict()) == state_keys(kAdamOptionKeys, {}));
     CHECK(b.step_count() == 3);
     CHECK(b.lr() == 0.5);
 }
@@ -478,22 +478,8 @@ TEST_CASE("optim: load_state_dict rejects bad entries, naming the key, and chang
     const NamedTensors good = opt.state_dict();
     const NamedTensors params_before = clone_params(named);
 
-    auto with = [&](const std::string& key, const Tensor& value) {
-        NamedTensors s = good;
-        bool replaced = false;
-        for (auto& [k, v] : s) {
-            if (k == key) v = value, replaced = true;
-        }
-        if (!replaced) s.emplace_back(key, value);
-        return s;
-    };
-    auto without = [&](const std::string& key) {
-        NamedTensors s;
-        for (const auto& [k, v] : good) {
-            if (k != key) s.emplace_back(k, v);
-        }
-        return s;
-    };
+    auto with = [&](const std::string& key, const Tensor& value) { return test::with_entry(good, key, value); };
+    auto without = [&](const std::string& key) { return test::without_entry(good, key); };
     using Catch::Contains;
     // Wrong shape: names the key and both shapes.
     CHECK_THROWS_WITH(opt.load_state_dict(with("exp_avg.0.bias", zeros({8}))),

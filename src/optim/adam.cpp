@@ -1,4 +1,4 @@
-// Adam and AdamW, matching torch.optim.Adam / AdamW (1.13, amsgrad off) bit for bit: the same
+// Adam and AdamW (amsgrad included), matching torch.optim.Adam / AdamW (1.13) bit for bit: the same
 // float32 operations in the same order, with the fused multiply-adds torch's CPU kernels compile
 // to (add(other, alpha) and addcmul are a + alpha * b, contracted to one fma). Bias corrections and
 // the step size are computed in double, as torch computes them in Python floats.
@@ -7,14 +7,8 @@
 // not vectorise in a plain loop unless -fno-math-errno is given (sqrtf may set errno), so the pass
 // is written with std::experimental::simd where the standard library has it.
 
-// Every rounding happens where the source says, as in torch's separate kernels: the fmas are
-// explicit (madd), and the compiler must not fuse anything else (GCC fuses a * b + c by default,
-// e.g. AdamW's p * (1 - lr * wd) into the add that follows). Set before any include.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every rounding happens where the source says (see the header). Included before anything else.
+#include "exact_rounding.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's _mm512_sqrt_ps (used by simd sqrt) trips a false -Wmaybe-uninitialized on its
@@ -52,16 +46,28 @@ inline Vec madd(Vec a, Vec b, Vec c) {
 }
 #endif
 
-// One Adam update of p, m, v given g; T is float or a SIMD vector of floats (the same operations
-// either way, so every element of a tensor is rounded alike).
-template <bool kL2, bool kDecoupled, class T>
-inline void adam_lanes(T& p, T& m, T& v, T g, const AdamScalars& s) {
+// torch.maximum(a, b): NaN when either is NaN, else the larger (a when they are equal).
+inline float nan_max(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : a < b ? b : a; }
+#ifdef NORMNET_OPTIM_SIMD
+inline Vec nan_max(Vec a, Vec b) {
+    Vec r = a;
+    stdx::where(a < b, r) = b;
+    stdx::where(stdx::isnan(a) || stdx::isnan(b), r) = Vec(NAN);
+    return r;
+}
+#endif
+
+// One Adam update of p, m, v (and vmax with amsgrad) given g; T is float or a SIMD vector of
+// floats (the same operations either way, so every element of a tensor is rounded alike).
+template <bool kL2, bool kDecoupled, bool kAmsgrad, class T>
+inline void adam_lanes(T& p, T& m, T& v, T& vmax, T g, const AdamScalars& s) {
     using std::sqrt;
     if constexpr (kDecoupled) p = p * T(s.decay);
     if constexpr (kL2) g = madd(T(s.weight_decay), p, g);
     m = madd(T(s.one_minus_beta1), g, m * T(s.beta1));
     v = madd(T(s.one_minus_beta2) * g, g, v * T(s.beta2));
-    const T denom = sqrt(v) / T(s.bias_correction2_sqrt) + T(s.eps);
+    if constexpr (kAmsgrad) vmax = nan_max(vmax, v);
+    const T denom = sqrt(kAmsgrad ? vmax : v) / T(s.bias_correction2_sqrt) + T(s.eps);
     p = p + (T(s.neg_step_size) * m) / denom;
 }
 
@@ -88,63 +94,80 @@ AdamScalars adam_scalars(double lr, std::pair<double, double> betas, double eps,
 }
 
 namespace {
-// param: [n] updated, exp_avg: [n] updated, exp_avg_sq: [n] updated, grad: [n] read, then set to
-// zero when kZeroGrad (the store rides along the pass, which waits on sqrt and division anyway).
+// param: [n] updated, exp_avg: [n] updated, exp_avg_sq: [n] updated, max_exp_avg_sq: [n] updated
+// when not null (amsgrad), grad: [n] read, then set to zero when kZeroGrad (the store rides along
+// the pass, which waits on sqrt and division anyway).
 template <bool kZeroGrad>
-void adam_update_pass(float* param, float* exp_avg, float* exp_avg_sq, std::conditional_t<kZeroGrad, float*, const float*> grad,
-                      int64_t n, const AdamScalars& scalars) {
+void adam_update_pass(float* param, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
+                      std::conditional_t<kZeroGrad, float*, const float*> grad, int64_t n, const AdamScalars& scalars) {
     const AdamScalars s = scalars;  // a local copy: the float stores below cannot alias it
     with_flags(
-        [&]<bool kL2, bool kDecoupled>() {
+        [&]<bool kL2, bool kDecoupled, bool kAmsgrad>() {
 #ifdef NORMNET_OPTIM_SIMD
             constexpr int64_t W = Vec::size();
             const auto aligned = stdx::element_aligned;
             int64_t i = 0;
             for (; i + W <= n; i += W) {
-                Vec p(param + i, aligned), m(exp_avg + i, aligned), v(exp_avg_sq + i, aligned);
-                adam_lanes<kL2, kDecoupled>(p, m, v, Vec(grad + i, aligned), s);
+                Vec p(param + i, aligned), m(exp_avg + i, aligned), v(exp_avg_sq + i, aligned), vmax;
+                if constexpr (kAmsgrad) vmax.copy_from(max_exp_avg_sq + i, aligned);
+                adam_lanes<kL2, kDecoupled, kAmsgrad>(p, m, v, vmax, Vec(grad + i, aligned), s);
                 if constexpr (kZeroGrad) Vec(0.0f).copy_to(grad + i, aligned);
                 p.copy_to(param + i, aligned);
                 m.copy_to(exp_avg + i, aligned);
                 v.copy_to(exp_avg_sq + i, aligned);
+                if constexpr (kAmsgrad) vmax.copy_to(max_exp_avg_sq + i, aligned);
             }
             if (i == n) return;
             // The last partial vector goes through zero-padded copies, so it gets the same
             // vector arithmetic as the rest (a scalar tail could round differently).
             const int64_t rest = n - i;
-            std::array<float, W> tp{}, tm{}, tv{}, tg{};
+            std::array<float, W> tp{}, tm{}, tv{}, tx{}, tg{};
             for (int64_t j = 0; j < rest; ++j) {
                 tp[j] = param[i + j], tm[j] = exp_avg[i + j], tv[j] = exp_avg_sq[i + j], tg[j] = grad[i + j];
+                if constexpr (kAmsgrad) tx[j] = max_exp_avg_sq[i + j];
             }
-            Vec p(tp.data(), aligned), m(tm.data(), aligned), v(tv.data(), aligned);
-            adam_lanes<kL2, kDecoupled>(p, m, v, Vec(tg.data(), aligned), s);
+            Vec p(tp.data(), aligned), m(tm.data(), aligned), v(tv.data(), aligned), vmax(tx.data(), aligned);
+            adam_lanes<kL2, kDecoupled, kAmsgrad>(p, m, v, vmax, Vec(tg.data(), aligned), s);
             p.copy_to(tp.data(), aligned);
             m.copy_to(tm.data(), aligned);
             v.copy_to(tv.data(), aligned);
+            vmax.copy_to(tx.data(), aligned);
             for (int64_t j = 0; j < rest; ++j) {
                 param[i + j] = tp[j], exp_avg[i + j] = tm[j], exp_avg_sq[i + j] = tv[j];
+                if constexpr (kAmsgrad) max_exp_avg_sq[i + j] = tx[j];
                 if constexpr (kZeroGrad) grad[i + j] = 0.0f;
             }
 #else
             for (int64_t i = 0; i < n; ++i) {
-                float p = param[i], m = exp_avg[i], v = exp_avg_sq[i];
-                adam_lanes<kL2, kDecoupled>(p, m, v, grad[i], s);
+                float p = param[i], m = exp_avg[i], v = exp_avg_sq[i], vmax = kAmsgrad ? max_exp_avg_sq[i] : 0.0f;
+                adam_lanes<kL2, kDecoupled, kAmsgrad>(p, m, v, vmax, grad[i], s);
                 param[i] = p, exp_avg[i] = m, exp_avg_sq[i] = v;
+                if constexpr (kAmsgrad) max_exp_avg_sq[i] = vmax;
                 if constexpr (kZeroGrad) grad[i] = 0.0f;
             }
 #endif
         },
-        s.weight_decay != 0.0f, s.decay != 1.0f);
+        s.weight_decay != 0.0f, s.decay != 1.0f, max_exp_avg_sq != nullptr);
 }
 }  // namespace
 
 void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n, const AdamScalars& s) {
-    adam_update_pass<false>(param, exp_avg, exp_avg_sq, grad, n, s);
+    adam_update_pass<false>(param, exp_avg, exp_avg_sq, nullptr, grad, n, s);
 }
 
 void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* grad, int64_t n,
                                const AdamScalars& s) {
-    adam_update_pass<true>(param, exp_avg, exp_avg_sq, grad, n, s);
+    adam_update_pass<true>(param, exp_avg, exp_avg_sq, nullptr, grad, n, s);
+}
+
+void adam_amsgrad_update(float* param, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq, const float* grad,
+                         int64_t n, const AdamScalars& s) {
+    adam_update_pass<false>(param, exp_avg, exp_avg_sq, max_exp_avg_sq, grad, n, s);
+}
+
+void adam_amsgrad_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
+                                       float* grad, int64_t n, const AdamScalars& s) {
+    adam_update_pass<true>(param, exp_avg, exp_avg_sq, max_exp_avg_sq, grad, n, s);
 }
 
 }  // namespace detail
@@ -152,70 +175,101 @@ void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, 
 namespace {
 
 // PyTorch's rules for Adam and AdamW, plus rejecting NaN and infinity, which its `< 0` tests let through.
-void check_adam_options(const char* name, double lr, std::pair<double, double> betas, double eps, double weight_decay) {
-    NORMNET_CHECK(std::isfinite(lr) && lr >= 0.0, name, ": invalid learning rate (lr) ", lr, ": it must be finite and >= 0");
-    NORMNET_CHECK(betas.first >= 0.0 && betas.first < 1.0, name, ": invalid betas.first (beta1) ", betas.first,
+void check_adam_options(const GroupName& who, const ParamGroupOptions& o) {
+    const double lr = *o.lr, eps = *o.eps, weight_decay = *o.weight_decay;
+    const std::pair<double, double> betas = *o.betas;
+    NORMNET_CHECK(std::isfinite(lr) && lr >= 0.0, who, ": invalid learning rate (lr) ", lr, ": it must be finite and >= 0");
+    NORMNET_CHECK(betas.first >= 0.0 && betas.first < 1.0, who, ": invalid betas.first (beta1) ", betas.first,
           ": it must be in [0, 1)");
-    NORMNET_CHECK(betas.second >= 0.0 && betas.second < 1.0, name, ": invalid betas.second (beta2) ", betas.second,
+    NORMNET_CHECK(betas.second >= 0.0 && betas.second < 1.0, who, ": invalid betas.second (beta2) ", betas.second,
           ": it must be in [0, 1)");
-    NORMNET_CHECK(std::isfinite(eps) && eps >= 0.0, name, ": invalid eps ", eps, ": it must be finite and >= 0");
-    NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0, name, ": invalid weight_decay ", weight_decay,
+    NORMNET_CHECK(std::isfinite(eps) && eps >= 0.0, who, ": invalid eps ", eps, ": it must be finite and >= 0");
+    NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0, who, ": invalid weight_decay ", weight_decay,
           ": it must be finite and >= 0");
 }
 
-AdamOptions checked(const AdamOptions& o) {
-    check_adam_options("Adam", o.lr, o.betas, o.eps, o.weight_decay);
-    return o;
+template <class Options>
+ParamGroupOptions adam_defaults(const Options& o) {
+    return {.lr = o.lr, .weight_decay = o.weight_decay, .betas = o.betas, .eps = o.eps, .amsgrad = o.amsgrad};
 }
 
-AdamWOptions checked(const AdamWOptions& o) {
-    check_adam_options("AdamW", o.lr, o.betas, o.eps, o.weight_decay);
-    return o;
+template <class Options>
+Options adam_options(const ParamGroupOptions& g) {
+    return {.lr = *g.lr, .betas = *g.betas, .eps = *g.eps, .weight_decay = *g.weight_decay, .amsgrad = *g.amsgrad};
 }
 
-// One step of Adam or AdamW over every parameter that has a gradient; grad_of(i) gives
-// parameter i's gradient data or null; scalars_of(t) the step scalars at a parameter's step t;
-// zero_grad zeroes each gradient after reading it. One parallel pass over all parameters' elements.
-template <class GradOf, class ScalarsOf, class Advance>
-void adam_step(const Optimizer& opt, std::vector<Tensor>& exp_avg, std::vector<Tensor>& exp_avg_sq, GradOf grad_of,
-               ScalarsOf scalars_of, bool zero_grad, Advance advance) {
+bool needs_max(const ParamGroupOptions& o) { return *o.amsgrad; }
+
+// What one Adam or AdamW step of a parameter needs from its group's options.
+struct AdamHyper {
+    double lr;
+    std::pair<double, double> betas;
+    double eps, l2_weight_decay, decoupled_weight_decay;
+    bool amsgrad;
+};
+
+// One step of Adam or AdamW over every parameter that has a gradient; hyper(i) gives parameter
+// i's options, zero_grad zeroes each gradient after reading it. The state is created (zeros) on a
+// parameter's first step, max_exp_avg_sq when its group has amsgrad. One parallel pass over all
+// parameters' elements.
+template <class GradOf, class Hyper, class Advance>
+void adam_step(const Optimizer& opt, std::vector<Tensor>& exp_avg, std::vector<Tensor>& exp_avg_sq,
+               std::vector<Tensor>& max_exp_avg_sq, GradOf grad_of, Hyper hyper, bool zero_grad, Advance advance) {
     const NamedTensors& params = opt.params();
     for (size_t i = 0; i < params.size(); ++i) {
         if (grad_of(i) == nullptr) continue;
+        const Shape& shape = params[i].second.shape();
         if (!exp_avg[i].defined()) {
-            exp_avg[i] = zeros(params[i].second.shape());
-            exp_avg_sq[i] = zeros(params[i].second.shape());
+            exp_avg[i] = zeros(shape);
+            exp_avg_sq[i] = zeros(shape);
         }
+        if (hyper(i).amsgrad && !max_exp_avg_sq[i].defined()) max_exp_avg_sq[i] = zeros(shape);
         advance(i);
         params[i].second.bump_version();  // an in-place update, as torch's step counts it
     }
     detail::for_each_parameter_range(params, [&](size_t i, int64_t b, int64_t e) {
         float* grad = grad_of(i);
         if (grad == nullptr) return;
-        const detail::AdamScalars s = scalars_of(opt.param_step(i));
+        const AdamHyper h = hyper(i);
+        const detail::AdamScalars s = detail::adam_scalars(h.lr, h.betas, h.eps, h.l2_weight_decay,
+                                                           h.decoupled_weight_decay, opt.param_step(i));
         float* p = params[i].second.data() + b;
         float* m = exp_avg[i].data() + b;
         float* v = exp_avg_sq[i].data() + b;
-        zero_grad ? detail::adam_update_and_zero_grad(p, m, v, grad + b, e - b, s)
-                  : detail::adam_update(p, m, v, grad + b, e - b, s);
+        if (h.amsgrad) {
+            float* vmax = max_exp_avg_sq[i].data() + b;
+            zero_grad ? detail::adam_amsgrad_update_and_zero_grad(p, m, v, vmax, grad + b, e - b, s)
+                      : detail::adam_amsgrad_update(p, m, v, vmax, grad + b, e - b, s);
+        } else {
+            zero_grad ? detail::adam_update_and_zero_grad(p, m, v, grad + b, e - b, s)
+                      : detail::adam_update(p, m, v, grad + b, e - b, s);
+        }
     });
 }
 
 }  // namespace
 
-Adam::Adam(NamedTensors params, AdamOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
-    set_lr(options_.lr);
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
+    : Optimizer(std::move(groups), adam_defaults(options)) {
+    check_param_groups();
     count_param_steps();
     exp_avg_ = add_state("exp_avg");
     exp_avg_sq_ = add_state("exp_avg_sq");
+    max_exp_avg_sq_ = add_state("max_exp_avg_sq", needs_max);
 }
 
-Adam::Adam(const std::vector<Tensor>& params, AdamOptions options) : Optimizer(params), options_(checked(options)) {
-    set_lr(options_.lr);
-    count_param_steps();
-    exp_avg_ = add_state("exp_avg");
-    exp_avg_sq_ = add_state("exp_avg_sq");
-}
+Adam::Adam(NamedTensors params, AdamOptions options)
+    : Adam(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
+
+Adam::Adam(std::initializer_list<ParamGroup> groups, AdamOptions options)
+    : Adam(std::vector<ParamGroup>(groups), options) {}
+
+Adam::Adam(const std::vector<Tensor>& params, AdamOptions options)
+    : Adam(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
+
+AdamOptions Adam::options(size_t group) const { return adam_options<AdamOptions>(param_group_options(group)); }
+
+void Adam::check_options(const ParamGroupOptions& o, const GroupName& who) const { check_adam_options(who, o); }
 
 void Adam::step() { update(false); }
 
@@ -224,25 +278,35 @@ void Adam::step_and_zero_grad() { update(true); }
 void Adam::update(bool zero_grad) {
     advance_step();
     adam_step(
-        *this, state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); },
-        [this](int64_t t) { return detail::adam_scalars(lr(), options_.betas, options_.eps, options_.weight_decay, 0.0, t); },
+        *this, state(exp_avg_), state(exp_avg_sq_), state(max_exp_avg_sq_), [this](size_t i) { return grad_data(i); },
+        [this](size_t i) {
+            const AdamOptions o = options(param_group_of(i));
+            return AdamHyper{o.lr, o.betas, o.eps, o.weight_decay, 0.0, o.amsgrad};
+        },
         zero_grad, [this](size_t i) { advance_param_step(i); });
 }
 
-AdamW::AdamW(NamedTensors params, AdamWOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
-    set_lr(options_.lr);
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
+    : Optimizer(std::move(groups), adam_defaults(options)) {
+    check_param_groups();
     count_param_steps();
     exp_avg_ = add_state("exp_avg");
     exp_avg_sq_ = add_state("exp_avg_sq");
+    max_exp_avg_sq_ = add_state("max_exp_avg_sq", needs_max);
 }
 
+AdamW::AdamW(NamedTensors params, AdamWOptions options)
+    : AdamW(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
+
+AdamW::AdamW(std::initializer_list<ParamGroup> groups, AdamWOptions options)
+    : AdamW(std::vector<ParamGroup>(groups), options) {}
+
 AdamW::AdamW(const std::vector<Tensor>& params, AdamWOptions options)
-    : Optimizer(params), options_(checked(options)) {
-    set_lr(options_.lr);
-    count_param_steps();
-    exp_avg_ = add_state("exp_avg");
-    exp_avg_sq_ = add_state("exp_avg_sq");
-}
+    : AdamW(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
+
+AdamWOptions AdamW::options(size_t group) const { return adam_options<AdamWOptions>(param_group_options(group)); }
+
+void AdamW::check_options(const ParamGroupOptions& o, const GroupName& who) const { check_adam_options(who, o); }
 
 void AdamW::step() { update(false); }
 
@@ -251,8 +315,11 @@ void AdamW::step_and_zero_grad() { update(true); }
 void AdamW::update(bool zero_grad) {
     advance_step();
     adam_step(
-        *this, state(exp_avg_), state(exp_avg_sq_), [this](size_t i) { return grad_data(i); },
-        [this](int64_t t) { return detail::adam_scalars(lr(), options_.betas, options_.eps, 0.0, options_.weight_decay, t); },
+        *this, state(exp_avg_), state(exp_avg_sq_), state(max_exp_avg_sq_), [this](size_t i) { return grad_data(i); },
+        [this](size_t i) {
+            const AdamWOptions o = options(param_group_of(i));
+            return AdamHyper{o.lr, o.betas, o.eps, 0.0, o.weight_decay, o.amsgrad};
+        },
         zero_grad, [this](size_t i) { advance_param_step(i); });
 }
 

@@ -1,5 +1,6 @@
-// Gradient clipping by global L2 norm, as torch.nn.utils.clip_grad_norm_ (1.13, norm_type 2):
-// the norm of the per-tensor norms, then every gradient scaled by min(max_norm / (norm + 1e-6), 1).
+// Gradient clipping, as torch.nn.utils (1.13): clip_grad_norm_ by global L2 norm (norm_type 2):
+// the norm of the per-tensor norms, then every gradient scaled by min(max_norm / (norm + 1e-6), 1);
+// clip_grad_value_, which clamps every element.
 #include <algorithm>
 #include <cmath>
 
@@ -53,6 +54,24 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
         }
     }
     return total;
+}
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) { return clip_grad_norm(params, max_norm); }
+
+void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
+    NORMNET_CHECK(!std::isnan(clip_value) && clip_value >= 0.0, "clip_grad_value_: clip_value must be >= 0, got ",
+                  clip_value);
+    // torch clamps with the value as a float32 scalar.
+    const float hi = static_cast<float>(clip_value), lo = -hi;
+    for (const Tensor& p : params) {
+        const Tensor g = p.defined() ? p.grad() : Tensor();
+        if (!g.defined()) continue;
+        NORMNET_CHECK(g.is_contiguous(), "clip_grad_value_: gradients must be contiguous, got strides ", g.strides().str(),
+                      " for shape ", g.shape().str());
+        float* __restrict d = g.data();
+        // clamp(x, lo, hi) = min(max(x, lo), hi), NaN kept (both comparisons are false for it).
+        for (int64_t i = 0; i < g.numel(); ++i) d[i] = d[i] < lo ? lo : d[i] > hi ? hi : d[i];
+    }
 }
 
 }  // namespace normnet

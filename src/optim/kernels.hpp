@@ -42,5 +42,39 @@ void adam_update(float* param, float* exp_avg, float* exp_avg_sq, const float* g
 /// adam_update, then grad set to zero in the same pass. grad: [n] read, then zeroed
 void adam_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* grad, int64_t n,
                                const AdamScalars& s);
+/// One amsgrad update: as adam_update, normalising by max_exp_avg_sq = maximum(max_exp_avg_sq,
+/// exp_avg_sq) (NaN-propagating, as torch.maximum). max_exp_avg_sq: [n] updated
+void adam_amsgrad_update(float* param, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq, const float* grad,
+                         int64_t n, const AdamScalars& s);
+/// adam_amsgrad_update, then grad set to zero in the same pass.
+void adam_amsgrad_update_and_zero_grad(float* param, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
+                                       float* grad, int64_t n, const AdamScalars& s);
+
+/// The float32 scalars of one RMSprop step.
+struct RMSpropScalars {
+    float alpha, one_minus_alpha;
+    float eps;
+    float weight_decay;  ///< 0: none
+    float momentum;      ///< <= 0: no buffer (torch tests momentum > 0)
+    float neg_lr;        ///< -lr
+    bool centered;
+};
+/// The scalars of a step of RMSprop with options `o` (its lr included).
+RMSpropScalars rmsprop_scalars(const RMSpropOptions& o);
+/// One RMSprop update. param, square_avg: [n] updated; grad_avg: [n] updated when centered (else
+/// unused); buf: [n] updated when momentum > 0 (else unused); grad: [n]
+void rmsprop_update(float* param, float* square_avg, float* grad_avg, float* buf, const float* grad, int64_t n,
+                    const RMSpropScalars& s);
+
+/// The float32 scalars of one Adagrad step.
+struct AdagradScalars {
+    float weight_decay;  ///< 0: none
+    float eps;
+    float neg_clr;       ///< -lr / (1 + (step - 1) * lr_decay), computed in double
+};
+/// The scalars of Adagrad step `step` (1 for the first) with options `o`.
+AdagradScalars adagrad_scalars(const AdagradOptions& o, int64_t step);
+/// One Adagrad update. param, sum: [n] updated; grad: [n]
+void adagrad_update(float* param, float* sum, const float* grad, int64_t n, const AdagradScalars& s);
 
 }  // namespace normnet::detail

@@ -2,14 +2,8 @@
 // bit for bit: the same float32 operations in the same order, with the fused multiply-adds that
 // torch's CPU kernels compile to (its add(other, alpha) is a + alpha * b, contracted to one fma).
 
-// Every rounding happens where the source says, as in torch's separate kernels: the fmas are
-// explicit (madd), and the compiler must not fuse anything else (GCC fuses a * b + c by default).
-// Set before any include.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// Every rounding happens where the source says (see the header). Included before anything else.
+#include "exact_rounding.hpp"
 
 #include <cmath>
 
@@ -22,11 +16,6 @@
 
 namespace normnet {
 namespace detail {
-namespace {
-
-
-
-}  // namespace
 
 SGDScalars sgd_scalars(const SGDOptions& o, double lr, bool first) {
     return {static_cast<float>(-lr), static_cast<float>(o.weight_decay), static_cast<float>(o.momentum),
@@ -59,47 +48,61 @@ void sgd_update(float* param, float* buf, const float* grad, int64_t n, const SG
 
 namespace {
 
-SGDOptions checked(const SGDOptions& o) {
-    // PyTorch's rules, plus rejecting NaN and infinity, which its `< 0` tests let through.
-    NORMNET_CHECK(std::isfinite(o.lr) && o.lr >= 0.0, "SGD: invalid learning rate (lr) ", o.lr, ": it must be finite and >= 0");
-    NORMNET_CHECK(std::isfinite(o.momentum) && o.momentum >= 0.0, "SGD: invalid momentum ", o.momentum,
-          ": it must be finite and >= 0");
-    NORMNET_CHECK(std::isfinite(o.dampening), "SGD: invalid dampening ", o.dampening, ": it must be finite");
-    NORMNET_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "SGD: invalid weight_decay ", o.weight_decay,
-          ": it must be finite and >= 0");
-    NORMNET_CHECK(!o.nesterov || (o.momentum > 0.0 && o.dampening == 0.0),
-          "SGD: nesterov momentum requires a momentum > 0 and zero dampening (got momentum ", o.momentum,
-          ", dampening ", o.dampening, ")");
-    return o;
+ParamGroupOptions sgd_defaults(const SGDOptions& o) {
+    return {.lr = o.lr, .weight_decay = o.weight_decay, .momentum = o.momentum, .dampening = o.dampening,
+            .nesterov = o.nesterov};
 }
 
 }  // namespace
 
-SGD::SGD(NamedTensors params, SGDOptions options) : Optimizer(std::move(params)), options_(checked(options)) {
-    set_lr(options_.lr);
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::move(groups), sgd_defaults(options)) {
+    check_param_groups();
     momentum_buffer_ = add_state("momentum_buffer");
 }
 
+SGD::SGD(NamedTensors params, SGDOptions options) : SGD(std::vector<ParamGroup>{ParamGroup(std::move(params))}, options) {}
+
+SGD::SGD(std::initializer_list<ParamGroup> groups, SGDOptions options)
+    : SGD(std::vector<ParamGroup>(groups), options) {}
+
 SGD::SGD(const std::vector<Tensor>& params, SGDOptions options)
-    : Optimizer(params), options_(checked(options)) {
-    set_lr(options_.lr);
-    momentum_buffer_ = add_state("momentum_buffer");
+    : SGD(std::vector<ParamGroup>{ParamGroup(params)}, options) {}
+
+SGDOptions SGD::options(size_t group) const {
+    const ParamGroupOptions& g = param_group_options(group);
+    return {.lr = *g.lr, .momentum = *g.momentum, .dampening = *g.dampening, .weight_decay = *g.weight_decay,
+            .nesterov = *g.nesterov};
+}
+
+void SGD::check_options(const ParamGroupOptions& g, const GroupName& who) const {
+    // PyTorch's rules, plus rejecting NaN and infinity, which its `< 0` tests let through.
+    const double lr = *g.lr, momentum = *g.momentum, dampening = *g.dampening, weight_decay = *g.weight_decay;
+    NORMNET_CHECK(std::isfinite(lr) && lr >= 0.0, who, ": invalid learning rate (lr) ", lr, ": it must be finite and >= 0");
+    NORMNET_CHECK(std::isfinite(momentum) && momentum >= 0.0, who, ": invalid momentum ", momentum,
+          ": it must be finite and >= 0");
+    NORMNET_CHECK(std::isfinite(dampening), who, ": invalid dampening ", dampening, ": it must be finite");
+    NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0, who, ": invalid weight_decay ", weight_decay,
+          ": it must be finite and >= 0");
+    NORMNET_CHECK(!*g.nesterov || (momentum > 0.0 && dampening == 0.0), who,
+          ": nesterov momentum requires a momentum > 0 and zero dampening (got momentum ", momentum, ", dampening ",
+          dampening, ")");
 }
 
 void SGD::step() {
     advance_step();
     auto& buffers = state(momentum_buffer_);
-    const bool momentum = options_.momentum != 0.0;
     // A momentum buffer starts as the parameter's first gradient (PyTorch's rule): such first
-    // updates (first step only) run here; every other update runs in one parallel pass.
-    const detail::SGDScalars later = detail::sgd_scalars(options_, lr(), false);
+    // updates (a parameter's first step with momentum) run here; every other update runs in one
+    // parallel pass.
     std::vector<size_t> started;  // empty, and so not allocated, after the first step
     for (size_t i = 0; i < params().size(); ++i) {
         const float* grad = grad_data(i);
-        if (!momentum || grad == nullptr || buffers[i].defined()) continue;
+        if (grad == nullptr || buffers[i].defined()) continue;
+        const SGDOptions o = options(param_group_of(i));
+        if (o.momentum == 0.0) continue;
         const Tensor& p = params()[i].second;
         buffers[i] = empty(p.shape());
-        detail::sgd_update(p.data(), buffers[i].data(), grad, p.numel(), detail::sgd_scalars(options_, lr(), true));
+        detail::sgd_update(p.data(), buffers[i].data(), grad, p.numel(), detail::sgd_scalars(o, o.lr, true));
         started.push_back(i);
     }
     for (size_t i = 0; i < params().size(); ++i) {
@@ -108,8 +111,9 @@ void SGD::step() {
     detail::for_each_parameter_range(params(), [&](size_t i, int64_t b, int64_t e) {
         const float* grad = grad_data(i);
         if (grad == nullptr || std::find(started.begin(), started.end(), i) != started.end()) return;
-        detail::sgd_update(params()[i].second.data() + b, momentum ? buffers[i].data() + b : nullptr, grad + b, e - b,
-                           later);
+        const SGDOptions o = options(param_group_of(i));
+        detail::sgd_update(params()[i].second.data() + b, o.momentum != 0.0 ? buffers[i].data() + b : nullptr, grad + b,
+                           e - b, detail::sgd_scalars(o, o.lr, false));
     });
 }
 

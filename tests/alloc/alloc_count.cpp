@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <new>
 
 #include "trainer.hpp"
@@ -150,6 +151,48 @@ int main() {
         }
     }
     if (elementwise_step_allocations() != 0) ++failures;
+    // Every optimizer with parameter groups, stepped with a scheduler, as a user's loop runs them:
+    // steps 2..N of step_and_zero_grad() + scheduler.step() allocate nothing either.
+    {
+        manual_seed(5);
+        Sequential model{Linear(20, 33), LayerNorm(std::vector<int64_t>{33}), ReLU(), Linear(33, 4)};
+        auto [no_decay, decay] = split_parameters(model.named_parameters(), [](const std::string&, const Tensor& p) { return p.dim() <= 1; });
+        const std::vector<ParamGroup> groups{{decay}, {no_decay, {.lr = 0.02, .weight_decay = 0}}};
+        std::vector<std::pair<const char*, std::unique_ptr<Optimizer>>> optimizers;
+        optimizers.emplace_back("SGD", std::make_unique<SGD>(groups, SGDOptions{.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4}));
+        optimizers.emplace_back("Adam", std::make_unique<Adam>(groups, AdamOptions{.weight_decay = 1e-4, .amsgrad = true}));
+        optimizers.emplace_back("AdamW", std::make_unique<AdamW>(groups, AdamWOptions{.amsgrad = true}));
+        optimizers.emplace_back("RMSprop", std::make_unique<RMSprop>(groups, RMSpropOptions{.momentum = 0.5, .centered = true}));
+        optimizers.emplace_back("Adagrad", std::make_unique<Adagrad>(groups, AdagradOptions{.lr_decay = 0.01}));
+        const Tensor x = randn({16, 20});
+        const Tensor y = randn({16, 4});
+        for (auto& [name, opt] : optimizers) {
+            const bool cycles = opt->defaults().momentum || opt->defaults().betas;
+            LinearLR warmup(*opt, {.start_factor = 0.5, .total_iters = 3});
+            CosineAnnealingLR cosine(*opt, {.T_max = 10});
+            SequentialLR sequential(*opt, {warmup, cosine}, {3});
+            OneCycleLR cycle(*opt, {.max_lr = {0.01, 0.005}, .total_steps = 12, .cycle_momentum = cycles});
+            ReduceLROnPlateau plateau(*opt, {.patience = 1});
+            opt->zero_grad();
+            long counted = 0;
+            for (int step = 0; step < 12; ++step) {
+                if (step == 1) {
+                    g_allocations = 0;
+                    g_counting = true;
+                }
+                const Tensor loss = mse_loss(model(x), y);
+                loss.backward();
+                opt->step_and_zero_grad();
+                sequential.step();
+                cycle.step();
+                plateau.step(static_cast<double>(loss.item()));
+            }
+            g_counting = false;
+            counted = g_allocations.load();
+            std::printf("%-7s with groups and schedulers: %ld heap allocations in steps 2..12\n", name, counted);
+            if (counted != 0) ++failures;
+        }
+    }
     std::printf(failures == 0 ? "0 failed: no allocation after the first step\n" : "%d configurations allocated\n", failures);
     return failures == 0 ? 0 : 1;
 }

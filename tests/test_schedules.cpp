@@ -1,0 +1,320 @@
+// PyTorch's schedulers against torch 1.13 (tests/golden/lr_scheduler.safetensors: the lr of two
+// parameter groups, and OneCycleLR's momentum, before every step, compared bit for bit), plus
+// what the goldens cannot show: exact resume from state_dict, last_epoch and get_last_lr,
+// stepping per batch or per epoch, checked options, and LRScheduler with several groups.
+#include <bit>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "test_helpers.hpp"
+
+using namespace normnet;
+
+namespace {
+
+// An optimizer as the golden script makes it: two groups (lr 0.1 and 0.02) of one parameter each.
+std::unique_ptr<Optimizer> make_optimizer(const std::string& kind, const std::vector<Tensor>& ps) {
+    std::vector<ParamGroup> groups{{std::vector<Tensor>{ps[0]}, {.lr = 0.1}}, {std::vector<Tensor>{ps[1]}, {.lr = 0.02}}};
+    if (kind == "SGD") return std::make_unique<SGD>(groups, SGDOptions{.lr = 0.5, .momentum = 0.9});
+    if (kind == "Adam") return std::make_unique<Adam>(groups, AdamOptions{.lr = 0.5, .betas = {0.9, 0.99}});
+    REQUIRE(kind == "Adagrad");
+    return std::make_unique<Adagrad>(groups, AdagradOptions{.lr = 0.5});
+}
+
+std::vector<int64_t> ints(const nlohmann::json& j) { return j.get<std::vector<int64_t>>(); }
+
+PerGroup per_group(const nlohmann::json& d, const char* key, double fallback) {
+    return d.contains(key) ? PerGroup(d.at(key).get<std::vector<double>>()) : PerGroup(fallback);
+}
+
+// The schedulers a golden case describes; the one to step is returned, its parts kept in `keep`.
+LRSchedulerBase& build(const nlohmann::json& d, Optimizer& opt, std::vector<std::unique_ptr<LRSchedulerBase>>& keep) {
+    const std::string type = d.at("type");
+    std::unique_ptr<LRSchedulerBase> s;
+    if (type == "StepLR") {
+        s = std::make_unique<StepLR>(opt, StepLROptions{.step_size = d.at("step_size"), .gamma = d.at("gamma")});
+    } else if (type == "MultiStepLR") {
+        s = std::make_unique<MultiStepLR>(opt, MultiStepLROptions{.milestones = ints(d.at("milestones")), .gamma = d.at("gamma")});
+    } else if (type == "ExponentialLR") {
+        s = std::make_unique<ExponentialLR>(opt, ExponentialLROptions{.gamma = d.at("gamma")});
+    } else if (type == "CosineAnnealingLR") {
+        s = std::make_unique<CosineAnnealingLR>(opt, CosineAnnealingLROptions{.T_max = d.at("T_max"), .eta_min = d.at("eta_min")});
+    } else if (type == "LinearLR") {
+        LinearLROptions o;
+        if (d.contains("start_factor")) o.start_factor = d.at("start_factor");
+        if (d.contains("end_factor")) o.end_factor = d.at("end_factor");
+        if (d.contains("total_iters")) o.total_iters = d.at("total_iters");
+        s = std::make_unique<LinearLR>(opt, o);
+    } else if (type == "LambdaLR") {
+        REQUIRE(d.at("lambda") == "0.95 ** epoch");
+        s = std::make_unique<LambdaLR>(opt, [](int64_t epoch) { return std::pow(0.95, static_cast<double>(epoch)); });
+    } else if (type == "OneCycleLR") {
+        OneCycleLROptions o{.max_lr = per_group(d, "max_lr", 0.0)};
+        o.total_steps = d.value("total_steps", int64_t{0});
+        o.epochs = d.value("epochs", int64_t{0});
+        o.steps_per_epoch = d.value("steps_per_epoch", int64_t{0});
+        o.pct_start = d.value("pct_start", 0.3);
+        o.anneal_strategy = d.value("anneal_strategy", "cos") == "linear" ? AnnealStrategy::linear : AnnealStrategy::cos;
+        o.cycle_momentum = d.value("cycle_momentum", true);
+        o.base_momentum = per_group(d, "base_momentum", 0.85);
+        o.max_momentum = per_group(d, "max_momentum", 0.95);
+        o.div_factor = d.value("div_factor", 25.0);
+        o.final_div_factor = d.value("final_div_factor", 1e4);
+        o.three_phase = d.value("three_phase", false);
+        s = std::make_unique<OneCycleLR>(opt, o);
+    } else if (type == "SequentialLR" || type == "ChainedScheduler") {
+        std::vector<std::reference_wrapper<LRSchedulerBase>> parts;
+        for (const auto& child : d.at("schedulers")) parts.emplace_back(build(child, opt, keep));
+        if (type == "SequentialLR") {
+            s = std::make_unique<SequentialLR>(opt, parts, ints(d.at("milestones")));
+        } else {
+            s = std::make_unique<ChainedScheduler>(parts);
+        }
+    } else {
+        FAIL("unknown scheduler " << type);
+    }
+    keep.push_back(std::move(s));
+    return *keep.back();
+}
+
+std::unique_ptr<ReduceLROnPlateau> build_plateau(const nlohmann::json& d, Optimizer& opt) {
+    ReduceLROnPlateauOptions o;
+    o.mode = d.value("mode", "min") == "max" ? PlateauMode::max : PlateauMode::min;
+    o.threshold_mode = d.value("threshold_mode", "rel") == "abs" ? ThresholdMode::abs : ThresholdMode::rel;
+    o.factor = d.value("factor", 0.1);
+    o.patience = d.value("patience", int64_t{10});
+    o.threshold = d.value("threshold", 1e-4);
+    o.cooldown = d.value("cooldown", int64_t{0});
+    o.min_lr = per_group(d, "min_lr", 0.0);
+    o.eps = d.value("eps", 1e-8);
+    return std::make_unique<ReduceLROnPlateau>(opt, o);
+}
+
+// One golden case built in normnet: optimizer, schedulers, and a step() that steps the right one.
+struct Run {
+    std::vector<Tensor> params{zeros({2}).requires_grad_(), zeros({3}).requires_grad_()};
+    std::unique_ptr<Optimizer> opt;
+    std::vector<std::unique_ptr<LRSchedulerBase>> keep;
+    LRSchedulerBase* scheduler = nullptr;
+    std::unique_ptr<ReduceLROnPlateau> plateau;
+
+    Run(const std::string& kind, const nlohmann::json& d) : opt(make_optimizer(kind, params)) {
+        if (d.at("type") == "ReduceLROnPlateau") {
+            plateau = build_plateau(d, *opt);
+        } else {
+            scheduler = &build(d, *opt, keep);
+        }
+    }
+    void step(double metric) {
+        opt->step();  // no gradients: nothing moves, as in the script
+        if (plateau) {
+            plateau->step(metric);
+        } else {
+            scheduler->step();
+        }
+    }
+    NamedTensors scheduler_state() const { return plateau ? plateau->state_dict() : scheduler->state_dict(); }
+    void load_scheduler_state(const NamedTensors& s) { plateau ? plateau->load_state_dict(s) : scheduler->load_state_dict(s); }
+    double momentum(size_t g) const {
+        const ParamGroupOptions& o = opt->param_group_options(g);
+        return o.betas ? o.betas->first : o.momentum.value_or(0.0);
+    }
+};
+
+// Element (t, g) of a [steps, groups] tensor of double bits.
+double bits_at(const Tensor& t, int64_t step, int64_t g) {
+    return std::bit_cast<double>(t.data_ptr<int64_t>()[step * t.size(1) + g]);
+}
+
+const char* const kCases[] = {"step",     "multistep",  "exponential", "cosine",          "cosine_default",
+                              "linear",   "linear_default", "linear_decay", "lambda",       "onecycle",
+                              "onecycle_linear_3phase", "onecycle_no_momentum", "plateau", "plateau_max_abs",
+                              "sequential", "sequential3", "chained"};
+
+// Steps [from, to) of golden case c on `run`, checking every lr (and momentum) bit for bit.
+void check_steps(const SafetensorsData& g, const std::string& c, Run& run, int64_t from, int64_t to) {
+    const Tensor lrs = g.at(c + ".lr_bits");
+    const Tensor momenta = find_tensor(g.tensors, c + ".momentum_bits");
+    const auto metric = nlohmann::json::parse(g.metadata.at("plateau_metric")).get<std::vector<double>>();
+    for (int64_t t = from; t < to; ++t) {
+        for (int64_t grp = 0; grp < 2; ++grp) {
+            INFO("step " << t << ", group " << grp << ": lr " << run.opt->lr(grp) << ", torch " << bits_at(lrs, t, grp));
+            CHECK(run.opt->lr(grp) == bits_at(lrs, t, grp));
+            if (momenta.defined()) CHECK(run.momentum(grp) == bits_at(momenta, t, grp));
+        }
+        run.step(metric[static_cast<size_t>(t)]);
+        // get_last_lr() is what was just set.
+        const std::vector<double>& last = run.plateau ? run.plateau->get_last_lr() : run.scheduler->get_last_lr();
+        REQUIRE(last.size() == 2);
+        CHECK(last[0] == run.opt->lr(0));
+        CHECK(last[1] == run.opt->lr(1));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("schedules: every lr_scheduler.safetensors sequence is torch's, bit for bit", "[optim][schedule][golden]") {
+    const auto g = test::golden("lr_scheduler.safetensors");
+    REQUIRE(g.metadata.at("base_lrs") == "[0.1, 0.02]");
+    for (const std::string c : kCases) {
+        INFO("case " << c << ": " << g.metadata.at(c + ".scheduler"));
+        const auto d = nlohmann::json::parse(g.metadata.at(c + ".scheduler"));
+        Run run(g.metadata.at(c + ".optimizer"), d);
+        const int64_t steps = std::stoll(g.metadata.at(c + ".steps"));
+        REQUIRE(g.at(c + ".lr_bits").shape() == Shape{steps, 2});
+        check_steps(g, c, run, 0, steps);
+        if (run.scheduler) CHECK(run.scheduler->last_epoch() == steps);
+    }
+}
+
+TEST_CASE("schedules: state_dict of optimizer and scheduler resumes every sequence exactly", "[optim][schedule]") {
+    const auto g = test::golden("lr_scheduler.safetensors");
+    for (const std::string c : kCases) {
+        INFO("case " << c);
+        const auto d = nlohmann::json::parse(g.metadata.at(c + ".scheduler"));
+        const std::string kind = g.metadata.at(c + ".optimizer");
+        const int64_t steps = std::stoll(g.metadata.at(c + ".steps"));
+        const int64_t half = steps / 2 + 1;
+        Run first(kind, d);
+        check_steps(g, c, first, 0, half);
+        // A restarted program: everything made alike, then both states loaded.
+        Run second(kind, d);
+        second.opt->load_state_dict(first.opt->state_dict());
+        second.load_scheduler_state(first.scheduler_state());
+        check_steps(g, c, second, half, steps);
+    }
+}
+
+TEST_CASE("schedules: last_epoch, base_lrs and initial_lr follow torch", "[optim][schedule]") {
+    Tensor p = zeros({1}).requires_grad_();
+    SGD opt({p}, {.lr = 0.1});
+    LinearLR warmup(opt, {.start_factor = 0.25, .total_iters = 4});
+    CHECK(warmup.last_epoch() == 0);
+    CHECK(opt.lr() == 0.025);  // the constructor's step: epoch 0
+    CHECK(warmup.get_last_lr() == std::vector<double>{0.025});
+    CHECK(opt.initial_lr(0) == 0.1);
+    // A second scheduler takes the initial lr the first recorded, not the lr the first set.
+    ExponentialLR decay(opt, {.gamma = 0.5});
+    CHECK(decay.base_lrs() == std::vector<double>{0.1});
+    CHECK(decay.last_epoch() == 0);
+    CHECK(opt.lr() == 0.025);  // its epoch 0 leaves the lr as it is
+    warmup.step();
+    CHECK(warmup.last_epoch() == 1);
+    CHECK(decay.last_epoch() == 0);
+    CHECK(warmup.name() == "LinearLR");
+    // A scheduler state from another scheduler kind is refused, naming the key.
+    NamedTensors state = warmup.state_dict();
+    state.emplace_back("bogus", zeros({1}));
+    CHECK_THROWS_WITH(decay.load_state_dict(state), Catch::Contains("ExponentialLR") && Catch::Contains("\"bogus\""));
+    CHECK(decay.last_epoch() == 0);
+}
+
+TEST_CASE("schedules: stepped per batch or per epoch, as the caller chooses", "[optim][schedule]") {
+    Tensor p = zeros({1}).requires_grad_();
+    SGD opt({p}, {.lr = 1.0});
+    CosineAnnealingLR per_epoch(opt, {.T_max = 4});
+    std::vector<double> seen;
+    for (int epoch = 0; epoch < 4; ++epoch) {
+        for (int batch = 0; batch < 3; ++batch) {
+            seen.push_back(opt.lr());
+            opt.step();
+        }
+        per_epoch.step();
+    }
+    REQUIRE(seen.size() == 12);
+    CHECK(seen[0] == seen[2]);  // constant within an epoch
+    CHECK(seen[3] < seen[2]);
+    CHECK(seen[3] == Approx((1 + std::cos(M_PI / 4)) / 2));
+
+    // OneCycleLR runs per batch over epochs * steps_per_epoch steps, and no further.
+    Tensor q = zeros({1}).requires_grad_();
+    Adam adam({q}, {.lr = 1e-3});
+    OneCycleLR cycle(adam, {.max_lr = 0.01, .epochs = 2, .steps_per_epoch = 3});
+    CHECK(cycle.total_steps() == 6);
+    CHECK(adam.lr() == Approx(0.01 / 25));
+    CHECK(adam.options().betas.first == 0.95);  // max_momentum at the start
+    for (int k = 0; k < 5; ++k) cycle.step();
+    CHECK(adam.lr() == Approx(0.01 / 25 / 1e4));  // the last of the 6 steps
+    CHECK(adam.options().betas.first == 0.95);
+    // As torch, one step more is allowed (a loop steps the scheduler after its last batch); its
+    // values stay within the last phase's range.
+    cycle.step();
+    CHECK(adam.lr() >= 0.01 / 25 / 1e4);
+    CHECK(adam.lr() <= 0.01);
+    CHECK_THROWS_WITH(cycle.step(), Catch::Contains("OneCycleLR") && Catch::Contains("tried to step 8 times") &&
+                                        Catch::Contains("6"));
+    // A linear anneal would overshoot there, below zero: the lr stays at the end of the phase.
+    Tensor r = zeros({1}).requires_grad_();
+    SGD sgd({r}, {.lr = 0.1, .momentum = 0.9});
+    OneCycleLR linear(sgd, {.max_lr = 1.0, .total_steps = 4, .anneal_strategy = AnnealStrategy::linear});
+    for (int k = 0; k < 4; ++k) linear.step();
+    CHECK(sgd.lr() == 1.0 / 25 / 1e4);
+    CHECK(sgd.options().momentum == 0.95);
+}
+
+TEST_CASE("schedules: bad options throw naming the scheduler and the option", "[optim][schedule]") {
+    Tensor p = zeros({1}).requires_grad_(), q = zeros({1}).requires_grad_();
+    SGD opt({{std::vector<Tensor>{p}}, {std::vector<Tensor>{q}, {.lr = 0.5}}}, {.lr = 0.1, .momentum = 0.9});
+    using Catch::Contains;
+    CHECK_THROWS_WITH(StepLR(opt, {}), Contains("StepLR") && Contains("step_size"));
+    CHECK_THROWS_WITH(StepLR(opt, {.step_size = 2, .gamma = NAN}), Contains("gamma"));
+    CHECK_THROWS_WITH(MultiStepLR(opt, {.milestones = {1}, .gamma = -1}), Contains("MultiStepLR") && Contains("gamma"));
+    CHECK_THROWS_WITH(ExponentialLR(opt, {}), Contains("ExponentialLR") && Contains("gamma"));
+    CHECK_THROWS_WITH(CosineAnnealingLR(opt, {}), Contains("CosineAnnealingLR") && Contains("T_max"));
+    CHECK_THROWS_WITH(CosineAnnealingLR(opt, {.T_max = 3, .eta_min = -1}), Contains("eta_min"));
+    CHECK_THROWS_WITH(LinearLR(opt, {.start_factor = 0}), Contains("LinearLR") && Contains("start_factor"));
+    CHECK_THROWS_WITH(LinearLR(opt, {.end_factor = 1.5}), Contains("end_factor"));
+    CHECK_THROWS_WITH(LinearLR(opt, {.total_iters = 0}), Contains("total_iters"));
+    CHECK_THROWS_WITH(LambdaLR(opt, std::vector<std::function<double(int64_t)>>{[](int64_t) { return 1.0; }}),
+                      Contains("LambdaLR") && Contains("expected 2 lr_lambdas"));
+    CHECK_THROWS_WITH(OneCycleLR(opt, {}), Contains("OneCycleLR") && Contains("total_steps"));
+    CHECK_THROWS_WITH(OneCycleLR(opt, {.total_steps = 10}), Contains("max_lr is required"));
+    CHECK_THROWS_WITH(OneCycleLR(opt, {.max_lr = {0.1, 0.2, 0.3}, .total_steps = 10}), Contains("expected 2 values for max_lr"));
+    CHECK_THROWS_WITH(OneCycleLR(opt, {.max_lr = 0.1, .total_steps = 10, .pct_start = 1.5}), Contains("pct_start"));
+    CHECK_THROWS_WITH(OneCycleLR(opt, {.max_lr = 0.1, .epochs = 2}), Contains("steps_per_epoch"));
+    CHECK_THROWS_WITH(OneCycleLR(opt, {.max_lr = 0.1, .total_steps = 10, .div_factor = 0}), Contains("div_factor"));
+    CHECK_THROWS_WITH(ReduceLROnPlateau(opt, {.factor = 1.0}), Contains("ReduceLROnPlateau") && Contains("factor"));
+    CHECK_THROWS_WITH(ReduceLROnPlateau(opt, {.patience = -1}), Contains("patience"));
+    CHECK_THROWS_WITH(ReduceLROnPlateau(opt, {.min_lr = {0.1, 0.2, 0.3}}), Contains("min_lr"));
+    // A rejected scheduler changed nothing.
+    CHECK(opt.lr(0) == 0.1);
+    CHECK(opt.lr(1) == 0.5);
+    CHECK_FALSE(opt.initial_lr(0).has_value());
+
+    // Optimizers without momentum or betas can't cycle momentum.
+    Adagrad adagrad({p});
+    CHECK_THROWS_WITH(OneCycleLR(adagrad, {.max_lr = 0.1, .total_steps = 10}), Contains("cycle_momentum"));
+    // A phase of no steps (torch divides by zero there).
+    CHECK_THROWS_WITH(OneCycleLR(opt, {.max_lr = 0.1, .total_steps = 10, .pct_start = 0.1}), Contains("no steps"));
+
+    // Composites: the same optimizer, one milestone fewer than schedulers.
+    StepLR a(opt, {.step_size = 2});
+    ExponentialLR b(opt, {.gamma = 0.9});
+    CHECK_THROWS_WITH(SequentialLR(opt, {a, b}, {}), Contains("SequentialLR") && Contains("milestone"));
+    StepLR c(opt, {.step_size = 3});
+    CHECK_THROWS_WITH(SequentialLR(opt, {a, b, c}, {3, 1}), Contains("increasing"));
+    SGD other({zeros({1}).requires_grad_()});
+    StepLR elsewhere(other, {.step_size = 2});
+    CHECK_THROWS_WITH(SequentialLR(opt, {a, elsewhere}, {2}), Contains("another optimizer"));
+    CHECK_THROWS_WITH(ChainedScheduler({a, elsewhere}), Contains("ChainedScheduler") && Contains("same optimizer"));
+    ChainedScheduler chain({a, b});
+    CHECK_THROWS_WITH(SequentialLR(opt, {chain, b}, {2}), Contains("ChainedScheduler"));
+}
+
+TEST_CASE("schedules: LRScheduler scales each group from its own base lr", "[optim][schedule]") {
+    Tensor p = zeros({1}).requires_grad_(), q = zeros({1}).requires_grad_(), r = zeros({1}).requires_grad_();
+    SGD grouped({{std::vector<Tensor>{p}}, {std::vector<Tensor>{q}, {.lr = 0.03}}}, {.lr = 0.1});
+    SGD single({r}, {.lr = 0.1});
+    const LRSchedulerOptions o{.schedule = Schedule::cosine, .total_steps = 12, .warmup_steps = 3, .eta_min = 0.001};
+    LRScheduler a(grouped, o), b(single, o);
+    for (int t = 0; t < 15; ++t) {
+        INFO("t = " << t);
+        CHECK(grouped.lr(0) == single.lr());  // group 0's sequence is the one-group sequence, bit for bit
+        CHECK(grouped.lr(1) == a.lr_at(t, 1));
+        a.step();
+        b.step();
+    }
+    CHECK(a.lr_at(3, 1) == 0.03);  // the end of the warm-up is the group's base
+    CHECK_THROWS_WITH(a.lr_at(0, 2), Catch::Contains("no parameter group 2"));
+}
