@@ -28,6 +28,62 @@ inline void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     }
 }
 
+// The sizes of a convolution for conv2d_naive: padding as top/left, output sizes given (so
+// asymmetric "same" padding needs no special case).
+struct ConvNaiveSizes {
+    int64_t N, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, groups, OH, OW;
+};
+
+// conv2d by direct loops, in double: out: [N, OC, OH, OW] = x: [N, C, H, W] (*) w: [OC, C/g, KH, KW]
+// + b: [OC] (may be null); zero padding.
+inline void conv2d_naive(double* out, const float* x, const float* w, const float* b, const ConvNaiveSizes& s) {
+    const int64_t Cg = s.C / s.groups, OCg = s.OC / s.groups;
+    for (int64_t n = 0; n < s.N; ++n)
+        for (int64_t oc = 0; oc < s.OC; ++oc)
+            for (int64_t oh = 0; oh < s.OH; ++oh)
+                for (int64_t ow = 0; ow < s.OW; ++ow) {
+                    double acc = b ? b[oc] : 0.0;
+                    const int64_t grp = oc / OCg;
+                    for (int64_t c = 0; c < Cg; ++c)
+                        for (int64_t kh = 0; kh < s.KH; ++kh)
+                            for (int64_t kw = 0; kw < s.KW; ++kw) {
+                                const int64_t ih = oh * s.sh - s.ph + kh * s.dh, iw = ow * s.sw - s.pw + kw * s.dw;
+                                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                                acc += static_cast<double>(x[((n * s.C + grp * Cg + c) * s.H + ih) * s.W + iw]) *
+                                       w[((oc * Cg + c) * s.KH + kh) * s.KW + kw];
+                            }
+                    out[((n * s.OC + oc) * s.OH + oh) * s.OW + ow] = acc;
+                }
+}
+
+// The gradients of conv2d_naive given dy: [N, OC, OH, OW], by the same loops: dx: [N, C, H, W],
+// dw: [OC, C/g, KH, KW], db: [OC], all in double and zeroed first.
+inline void conv2d_naive_backward(double* dx, double* dw, double* db, const float* dy, const float* x, const float* w,
+                                  const ConvNaiveSizes& s) {
+    const int64_t Cg = s.C / s.groups, OCg = s.OC / s.groups;
+    for (int64_t i = 0; i < s.N * s.C * s.H * s.W; ++i) dx[i] = 0.0;
+    for (int64_t i = 0; i < s.OC * Cg * s.KH * s.KW; ++i) dw[i] = 0.0;
+    for (int64_t i = 0; i < s.OC; ++i) db[i] = 0.0;
+    for (int64_t n = 0; n < s.N; ++n)
+        for (int64_t oc = 0; oc < s.OC; ++oc)
+            for (int64_t oh = 0; oh < s.OH; ++oh)
+                for (int64_t ow = 0; ow < s.OW; ++ow) {
+                    const double g = dy[((n * s.OC + oc) * s.OH + oh) * s.OW + ow];
+                    db[oc] += g;
+                    const int64_t grp = oc / OCg;
+                    for (int64_t c = 0; c < Cg; ++c)
+                        for (int64_t kh = 0; kh < s.KH; ++kh)
+                            for (int64_t kw = 0; kw < s.KW; ++kw) {
+                                const int64_t ih = oh * s.sh - s.ph + kh * s.dh, iw = ow * s.sw - s.pw + kw * s.dw;
+                                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                                const int64_t xi = ((n * s.C + grp * Cg + c) * s.H + ih) * s.W + iw;
+                                const int64_t wi = ((oc * Cg + c) * s.KH + kh) * s.KW + kw;
+                                dx[xi] += g * w[wi];
+                                dw[wi] += g * x[xi];
+                            }
+                }
+}
+
 // The same update written op by op as torch.optim.SGD's _single_tensor_sgd, for the tests.
 // param: [n] updated, buf: [n], grad: [n]
 inline void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s) {
