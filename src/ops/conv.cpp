@@ -96,13 +96,14 @@ struct Tap {
     }
 };
 
-// Zeroes the wrapped-around (padding) columns of a shifted-plane tap's col row.
+// Zeroes the wrapped-around (padding) columns of a shifted-plane tap's col row: columns
+// [W - off_w, W) of each row for off_w > 0, [0, -off_w) for off_w < 0 (one or two, typically).
 void zero_wrapped_columns(float* __restrict row, const Tap& t, const ConvGeometry& g) {
     const int64_t W = g.W;
+    const int64_t first = t.off_w > 0 ? std::max<int64_t>(0, W - t.off_w) : 0;
+    const int64_t last = t.off_w > 0 ? W : std::min(W, -t.off_w);
     for (int64_t oh = t.oh_lo; oh < t.oh_hi; ++oh) {
-        float* r = row + oh * W;
-        if (t.off_w > 0) std::fill(r + std::max<int64_t>(0, W - t.off_w), r + W, 0.0f);
-        if (t.off_w < 0) std::fill(r, r + std::min(W, -t.off_w), 0.0f);
+        for (int64_t j = first; j < last; ++j) row[oh * W + j] = 0.0f;
     }
 }
 
@@ -147,15 +148,34 @@ void im2col(float* __restrict col, int64_t ld, const float* __restrict x, const 
     }
 }
 
-// dx: [C, H, W] += col: [C * KH * KW, OH * OW] at row stride ld, folded back: the adjoint of
-// im2col (each input pixel gathers the col entries it was copied to). col's padding entries are
-// zeroed on the way (it is scratch), so the shifted-plane case adds whole rows at once.
+// The tap that reads every input pixel once, unshifted (the centre of an odd kernel with "same"
+// padding), or -1: col2im's first tap can then write instead of add.
+int64_t identity_tap(const ConvGeometry& g) {
+    if (!shifted_planes(g) || g.OH != g.H) return -1;
+    if (g.ph % g.dh != 0 || g.pw % g.dw != 0 || g.ph / g.dh >= g.KH || g.pw / g.dw >= g.KW) return -1;
+    return (g.ph / g.dh) * g.KW + g.pw / g.dw;
+}
+
+// dx: [C, H, W] (Store) = col: [C * KH * KW, OH * OW] at row stride ld, folded back: the adjoint
+// of im2col (each input pixel gathers the col entries it was copied to). col's padding entries
+// are zeroed on the way (it is scratch), so the shifted-plane case adds whole rows at once.
+template <class Store>
 void col2im(float* __restrict dx, float* __restrict col, int64_t ld, const ConvGeometry& g) {
-    const int64_t H = g.H, W = g.W, OW = g.OW;
+    const int64_t H = g.H, W = g.W, OW = g.OW, taps = g.KH * g.KW;
+    const int64_t identity = identity_tap(g);
     for (int64_t c = 0; c < g.C; ++c) {
         float* plane = dx + c * H * W;
+        if (Store::beta == 0.0f) {
+            // The first tap's values are written: the identity tap's row, or zeros.
+            if (identity >= 0) {
+                std::memcpy(plane, col + (c * taps + identity) * ld, static_cast<size_t>(H * W) * sizeof(float));
+            } else {
+                std::fill(plane, plane + H * W, 0.0f);
+            }
+        }
         for (int64_t kh = 0; kh < g.KH; ++kh) {
             for (int64_t kw = 0; kw < g.KW; ++kw) {
+                if (Store::beta == 0.0f && kh * g.KW + kw == identity) continue;
                 const Tap t(g, kh, kw);
                 float* row = col + ((c * g.KH + kh) * g.KW + kw) * ld;
                 if (shifted_planes(g)) {
@@ -268,11 +288,7 @@ void conv2d_backward(float* __restrict dinp, float* __restrict dweight, float be
         gemm(true, false, Kg, ld, OCg, 1.0f, weight + grp * OCg * Kg, Kg, dy + grp * OCg * ld, ld, 0.0f,
              col + grp * Kg * ld, ld);
     }
-    for (int64_t j = 0; j < nb; ++j) {
-        float* dx = dinp + j * g.image();
-        if (Store::beta == 0.0f) std::fill(dx, dx + g.image(), 0.0f);
-        col2im(dx, col + j * P, ld, g);
-    }
+    for (int64_t j = 0; j < nb; ++j) col2im<Store>(dinp + j * g.image(), col + j * P, ld, g);
 }
 
 // Threads that share the image blocks (each with its own scratch); 1 runs the blocks in order

@@ -313,6 +313,14 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
 namespace detail {
 namespace {
 
+// Doubles reused by every call on this thread (statistics, sums; resized once, so no allocation
+// in steady state). A kernel's threads get disjoint parts of the calling thread's scratch.
+double* double_scratch(int64_t n) {
+    thread_local std::vector<double> scratch;
+    scratch.resize(static_cast<size_t>(n));
+    return scratch.data();
+}
+
 // ---- batch_norm -------------------------------------------------------------------------------
 // The kernels see a block of nc channels of inp: [N, C, L]: pointers at the block's first
 // channel, `ld` = C * L elements from one sample to the next. Two layouts, two kernel sets:
@@ -338,14 +346,17 @@ void channel_stats_flat(double* __restrict mean, double* __restrict var, const f
 }
 
 // mean, var: [nc] (double; var biased) of the block of inp: [N, C, L]. Each plane's mean and sum
-// of squared deviations come from two passes over the plane while it is in cache (so the input
-// is read from memory once); the planes are merged with Chan et al.'s pairwise update, which is
-// as stable as two passes over the whole channel.
-void channel_stats_planes(double* __restrict mean, double* __restrict var, const float* __restrict inp, int64_t N,
-                          int64_t nc, int64_t L, int64_t ld) {
-    for (int64_t c = 0; c < nc; ++c) {
-        double m = 0.0, m2 = 0.0, count = 0.0;
-        for (int64_t n = 0; n < N; ++n) {
+// of squared deviations come from two passes over the plane while it is in cache, so the input
+// is read from memory once, sample by sample in address order (walking a channel's planes
+// instead, 100 KB apart, defeats the prefetcher: 3x slower); each channel's planes are merged
+// in sample order with Chan et al.'s pairwise update, as stable as two passes over the channel.
+// m2: [nc] scratch.
+void channel_stats_planes(double* __restrict mean, double* __restrict var, double* __restrict m2,
+                          const float* __restrict inp, int64_t N, int64_t nc, int64_t L, int64_t ld) {
+    for (int64_t c = 0; c < nc; ++c) mean[c] = m2[c] = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+        const double count = static_cast<double>(n * L), total = count + static_cast<double>(L);
+        for (int64_t c = 0; c < nc; ++c) {
             const float* x = inp + n * ld + c * L;
             double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
@@ -357,14 +368,12 @@ void channel_stats_planes(double* __restrict mean, double* __restrict var, const
                 const double d = x[l] - pm;
                 sq += d * d;
             }
-            const double total = count + static_cast<double>(L), delta = pm - m;
-            m += delta * (static_cast<double>(L) / total);
-            m2 += sq + delta * delta * (count * static_cast<double>(L) / total);
-            count = total;
+            const double delta = pm - mean[c];
+            mean[c] += delta * (static_cast<double>(L) / total);
+            m2[c] += sq + delta * delta * (count * static_cast<double>(L) / total);
         }
-        mean[c] = m;
-        var[c] = count > 0.0 ? m2 / count : 0.0;
     }
+    for (int64_t c = 0; c < nc; ++c) var[c] = N > 0 ? m2[c] / static_cast<double>(N * L) : 0.0;
 }
 
 // out: [N, nc, L] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
@@ -439,19 +448,21 @@ void batch_norm_backward_flat(float* __restrict dinp, float* __restrict dy_sum, 
     }
 }
 
-// As batch_norm_backward_flat for a block of inp: [N, C, L > 1], channel by channel: each
-// plane's sums vectorise over its L values (float lanes, added up per channel in double), then
-// the channel's dx is written plane by plane.
+// As batch_norm_backward_flat for a block of inp: [N, C, L > 1]: each plane's sums vectorise
+// over its L values (float lanes, added up per channel in double, in sample order), then dx is
+// written plane by plane; both passes walk the block sample by sample, in address order (see
+// channel_stats_planes). sum, sum_xhat: [nc] double scratch.
 template <class Store>
 void batch_norm_backward_planes(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
-                                const float* __restrict dout, const float* __restrict inp,
-                                const float* __restrict mean, const float* __restrict mean_lo,
-                                const float* __restrict rstd, const float* __restrict weight, bool batch_stats,
-                                int64_t N, int64_t nc, int64_t L, int64_t ld) {
-    for (int64_t c = 0; c < nc; ++c) {
-        const float m = mean[c], ml = mean_lo[c], s = rstd[c];
-        double sum = 0.0, sum_xhat = 0.0;
-        for (int64_t n = 0; n < N; ++n) {
+                                double* __restrict sum, double* __restrict sum_xhat, const float* __restrict dout,
+                                const float* __restrict inp, const float* __restrict mean,
+                                const float* __restrict mean_lo, const float* __restrict rstd,
+                                const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t L,
+                                int64_t ld) {
+    for (int64_t c = 0; c < nc; ++c) sum[c] = sum_xhat[c] = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < nc; ++c) {
+            const float m = mean[c], ml = mean_lo[c], s = rstd[c];
             const float* dy = dout + n * ld + c * L;
             const float* x = inp + n * ld + c * L;
             float a = 0.0f, b = 0.0f;
@@ -460,18 +471,23 @@ void batch_norm_backward_planes(float* __restrict dinp, float* __restrict dy_sum
                 a += dy[l];
                 b += dy[l] * (((x[l] - m) - ml) * s);
             }
-            sum += a, sum_xhat += b;
+            sum[c] += a, sum_xhat[c] += b;
         }
-        dy_sum[c] = static_cast<float>(sum);
-        dy_xhat_sum[c] = static_cast<float>(sum_xhat);
-        if (!dinp) continue;
-        const float w = weight ? weight[c] : 1.0f;
-        const float inv_count = 1.0f / static_cast<float>(N * L);
-        const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
-        const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
-        for (int64_t n = 0; n < N; ++n) {
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+        dy_sum[c] = static_cast<float>(sum[c]);
+        dy_xhat_sum[c] = static_cast<float>(sum_xhat[c]);
+    }
+    if (!dinp) return;
+    const float inv_count = 1.0f / static_cast<float>(N * L);
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < nc; ++c) {
+            const float w = weight ? weight[c] : 1.0f;
+            const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
+            const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
             const int64_t at = n * ld + c * L;
-            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, m, ml, s, w, dnorm_mean, dnorm_norm_mean, batch_stats, L);
+            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, mean[c], mean_lo[c], rstd[c], w, dnorm_mean,
+                                 dnorm_norm_mean, batch_stats, L);
         }
     }
 }
@@ -490,6 +506,7 @@ public:
         const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
+        double* scratch = double_scratch(2 * C);
         const auto channels = [&]<class Store>(float* d) {
             parallel_for(C, bn_channel_grain(N, L), [&](int64_t c0, int64_t c1) {
                 const float* w = weight.defined() ? weight.data() + c0 : nullptr;
@@ -498,8 +515,8 @@ public:
                                                     x.data() + c0, mean.data() + c0, mean_lo.data() + c0,
                                                     rstd.data() + c0, w, batch_stats, N, c1 - c0, C);
                 } else {
-                    batch_norm_backward_planes<Store>(d ? d + c0 * L : nullptr, s + c0, s + C + c0,
-                                                      dout.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
+                    batch_norm_backward_planes<Store>(d ? d + c0 * L : nullptr, s + c0, s + C + c0, scratch + c0,
+                                                      scratch + C + c0, dout.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
                                                       mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, N,
                                                       c1 - c0, L, C * L);
                 }
@@ -510,14 +527,6 @@ public:
         if (dw) dw.store(s + C, C);
     }
 };
-
-// Per channel, in double: the mean, then the biased variance (turned into rstd by the caller).
-// Scratch reused by every call on this thread (resized once; no allocation in steady state).
-double* double_scratch(int64_t n) {
-    thread_local std::vector<double> stats;
-    stats.resize(static_cast<size_t>(n));
-    return stats.data();
-}
 
 }  // namespace
 }  // namespace detail
@@ -544,7 +553,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     }
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
                  bias = detail::contiguous_or_empty(bias_in);
-    double* mean_d = detail::double_scratch(2 * C);
+    // Per channel, in double: mean, biased variance (then 1 / sqrt(var + eps)), and scratch.
+    double* mean_d = detail::double_scratch(3 * C);
     double* var_d = mean_d + C;
     const int64_t grain = detail::bn_channel_grain(N, L);
     if (training) {
@@ -552,7 +562,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
             if (L == 1) {
                 detail::channel_stats_flat(mean_d + c0, var_d + c0, x.data() + c0, N, c1 - c0, C);
             } else {
-                detail::channel_stats_planes(mean_d + c0, var_d + c0, x.data() + c0 * L, N, c1 - c0, L, C * L);
+                detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N, c1 - c0,
+                                             L, C * L);
             }
         });
         if (running_mean.defined()) {
@@ -576,11 +587,6 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     }
     double* rstd_d = var_d;
     for (int64_t c = 0; c < C; ++c) rstd_d[c] = 1.0 / std::sqrt(var_d[c] + eps);
-    Tensor mean = empty({C}), mean_lo = empty({C}), rstd = empty({C});
-    for (int64_t c = 0; c < C; ++c) {
-        detail::split_mean(mean_d[c], mean.data()[c], mean_lo.data()[c]);
-        rstd.data()[c] = static_cast<float>(rstd_d[c]);
-    }
     Tensor out = empty(x.shape());
     const auto apply = L == 1 ? detail::batch_norm_apply<true> : detail::batch_norm_apply<false>;
     detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
@@ -588,6 +594,11 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
               weight.defined() ? weight.data() + c0 : nullptr, bias.defined() ? bias.data() + c0 : nullptr, N, c1 - c0,
               L, C * L);
     });
+    Tensor mean = empty({C}), mean_lo = empty({C}), rstd = empty({C});
+    for (int64_t c = 0; c < C; ++c) {
+        detail::split_mean(mean_d[c], mean.data()[c], mean_lo.data()[c]);
+        rstd.data()[c] = static_cast<float>(rstd_d[c]);
+    }
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
                                                                       {x, weight, mean, mean_lo, rstd})) {
         node->batch_stats = training;

@@ -6,11 +6,16 @@
 // keeping an int64 index per output alive between forward and backward.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "../parallel.hpp"
 #include "normnet/ops.hpp"
 #include "op.hpp"
+
+// Vectors passed by value between these internal functions: no ABI to keep, so GCC's note that
+// it would change without AVX is noise.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace normnet {
 namespace detail {
@@ -123,9 +128,164 @@ void max_pool_tile(float* __restrict m, int64_t* __restrict idx, const float* __
     }
 }
 
+// The common 2x2 window with stride 2, no padding or dilation, every window inside the input:
+// each input element belongs to at most one window, and the loops run without tiles or bounds.
+bool whole_2x2_windows(const PoolGeometry& g) {
+    return g.KH == 2 && g.KW == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 &&
+           2 * g.OH <= g.H && 2 * g.OW <= g.W;
+}
+
+// Which of a 2x2 window's elements (0..3, row-major) torch's scan picks, and its value.
+inline int argmax_2x2(float a, float b, float c, float d, float& m) {
+    int k = 0;
+    m = a;  // the scan starts at -inf: a is taken, or a is -inf and its index is kept anyway
+    const bool tb = b > m || b != b;
+    m = tb ? b : m, k = tb ? 1 : k;
+    const bool tc = c > m || c != c;
+    m = tc ? c : m, k = tc ? 2 : k;
+    const bool td = d > m || d != d;
+    m = td ? d : m, k = td ? 3 : k;
+    return k;
+}
+
+// The 2x2 kernels work on vectors of 8 (or 4) outputs of a row, written with GCC's vector
+// extensions (a row is 14 or 7 outputs in small CNNs: too short for the auto-vectoriser, whose
+// 16-lane loops would leave it all to the scalar remainder). A row's last vector overlaps the
+// one before instead of running a remainder. Without AVX the compiler splits the vectors.
+using Floats8 = float __attribute__((vector_size(32)));
+using Floats4 = float __attribute__((vector_size(16)));
+template <class F>
+constexpr int64_t kLanes = sizeof(F) / sizeof(float);
+
+template <class F>
+F load(const float* p) {
+    F v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+template <class F>
+void store(float* p, F v) {
+    std::memcpy(p, &v, sizeof v);
+}
+// even, odd = the even and odd elements of p[0, 2 * lanes)
+template <class F>
+void deinterleave(const float* p, F& even, F& odd) {
+    const F lo = load<F>(p), hi = load<F>(p + kLanes<F>);
+    if constexpr (kLanes<F> == 8) {
+        even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+        odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
+    } else {
+        even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+        odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7);
+    }
+}
+// p[0, 2 * lanes) = even and odd interleaved
+template <class F>
+void interleave(float* p, F even, F odd) {
+    if constexpr (kLanes<F> == 8) {
+        store(p, __builtin_shufflevector(even, odd, 0, 8, 1, 9, 2, 10, 3, 11));
+        store(p + 8, __builtin_shufflevector(even, odd, 4, 12, 5, 13, 6, 14, 7, 15));
+    } else {
+        store(p, __builtin_shufflevector(even, odd, 0, 4, 1, 5));
+        store(p + 4, __builtin_shufflevector(even, odd, 2, 6, 3, 7));
+    }
+}
+// One step of torch's scan, lane by lane: v replaces the maximum m when greater or NaN.
+template <class F>
+F scan(F m, F v) {
+    return (v > m) | (v != v) ? v : m;
+}
+
+// out: [lanes] = the maxima of the 2x2 windows of output row oh, positions [s, s + lanes), and
+// a, b, c, d their elements (top-left, top-right, bottom-left, bottom-right)
+template <class F>
+F window_max(const float* r0, const float* r1, int64_t s, F& a, F& b, F& c, F& d) {
+    deinterleave(r0 + 2 * s, a, b);
+    deinterleave(r1 + 2 * s, c, d);
+    return scan(scan(scan(a, b), c), d);
+}
+
+// out: [OH, OW] = 2x2 max pooling of the plane x: [H, W], vectors of F (OW >= lanes of F)
+template <class F>
+void max_pool_2x2_forward(float* __restrict out, const float* __restrict x, const PoolGeometry& g) {
+    const int64_t N = kLanes<F>;
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const float* r0 = x + 2 * oh * g.W;
+        const float* r1 = r0 + g.W;
+        for (int64_t ow = 0; ow < g.OW; ow += N) {
+            const int64_t s = std::min(ow, g.OW - N);  // the last vector overlaps: same values again
+            F a, b, c, d;
+            store(out + oh * g.OW + s, window_max(r0, r1, s, a, b, c, d));
+        }
+    }
+}
+
+// dx: [H, W] (Store) = dout: [OH, OW] routed to each 2x2 window's maximum in x: [H, W], found
+// again: the first element equal to the maximum (torch's strict > keeps the first of ties).
+// Every element of a window is stored (dy or 0), so only the rows and columns outside every
+// window are zeroed. A vector whose windows hold a NaN takes torch's exact scalar scan (the last
+// NaN wins there).
+template <class F, class Store>
+void max_pool_2x2_backward(float* __restrict dx, const float* __restrict dout, const float* __restrict x,
+                           const PoolGeometry& g) {
+    const int64_t N = kLanes<F>;
+    const F zero = {};
+    F lane;
+    for (int64_t i = 0; i < N; ++i) lane[i] = static_cast<float>(i);
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const float* r0 = x + 2 * oh * g.W;
+        const float* r1 = r0 + g.W;
+        float* d0 = dx + 2 * oh * g.W;
+        float* d1 = d0 + g.W;
+        const float* dy = dout + oh * g.OW;
+        for (int64_t ow = 0; ow < g.OW; ow += N) {
+            const int64_t s = std::min(ow, g.OW - N);
+            F a, b, c, d;
+            const F m = window_max(r0, r1, s, a, b, c, d);
+            F v = load<F>(dy + s);
+            // An overlapping last vector rewrites the same values, but must not add twice.
+            if (Store::beta != 0.0f) v = lane >= static_cast<float>(ow - s) ? v : zero;
+            bool nan = false;
+            for (int64_t i = 0; i < N; ++i) nan |= m[i] != m[i];
+            if (nan) {
+                for (int64_t i = ow - s; i < N; ++i) {
+                    const int64_t j = 2 * (s + i);
+                    float unused;
+                    const int k = argmax_2x2(r0[j], r0[j + 1], r1[j], r1[j + 1], unused);
+                    Store::put(d0[j], k == 0 ? v[i] : 0.0f);
+                    Store::put(d0[j + 1], k == 1 ? v[i] : 0.0f);
+                    Store::put(d1[j], k == 2 ? v[i] : 0.0f);
+                    Store::put(d1[j + 1], k == 3 ? v[i] : 0.0f);
+                }
+                continue;
+            }
+            const auto ta = a == m, tb = ~ta & (b == m), tc = ~(ta | tb) & (c == m), td = ~(ta | tb | tc);
+            F top0 = ta ? v : zero, top1 = tb ? v : zero, bottom0 = tc ? v : zero, bottom1 = td ? v : zero;
+            if (Store::beta != 0.0f) {
+                F old0, old1;
+                deinterleave(d0 + 2 * s, old0, old1);
+                top0 += old0, top1 += old1;
+                deinterleave(d1 + 2 * s, old0, old1);
+                bottom0 += old0, bottom1 += old1;
+            }
+            interleave(d0 + 2 * s, top0, top1);
+            interleave(d1 + 2 * s, bottom0, bottom1);
+        }
+        if (Store::beta == 0.0f) {
+            std::fill(d0 + 2 * g.OW, d0 + g.W, 0.0f);
+            std::fill(d1 + 2 * g.OW, d1 + g.W, 0.0f);
+        }
+    }
+    if (Store::beta == 0.0f) std::fill(dx + 2 * g.OH * g.W, dx + g.plane(), 0.0f);
+}
+
 // out: [OH, OW], idx: [OH, OW] (when kIndices) = max pooling of the plane x: [H, W]
 template <bool kIndices>
 void max_pool2d_forward(float* __restrict out, int64_t* __restrict idx, const float* __restrict x, const PoolGeometry& g) {
+    if constexpr (!kIndices) {
+        if (whole_2x2_windows(g) && g.OW >= 8) return max_pool_2x2_forward<Floats8>(out, x, g);
+        if (whole_2x2_windows(g) && g.OW >= 4) return max_pool_2x2_forward<Floats4>(out, x, g);
+    }
     for (int64_t oh = 0; oh < g.OH; ++oh) {
         for (int64_t ow0 = 0; ow0 < g.OW; ow0 += kTile) {
             const int64_t at = oh * g.OW + ow0;
@@ -138,6 +298,8 @@ void max_pool2d_forward(float* __restrict out, int64_t* __restrict idx, const fl
 template <class Store>
 void max_pool2d_backward(float* __restrict dx, const float* __restrict dout, const float* __restrict x,
                          const PoolGeometry& g) {
+    if (whole_2x2_windows(g) && g.OW >= 8) return max_pool_2x2_backward<Floats8, Store>(dx, dout, x, g);
+    if (whole_2x2_windows(g) && g.OW >= 4) return max_pool_2x2_backward<Floats4, Store>(dx, dout, x, g);
     if (Store::beta == 0.0f) std::fill(dx, dx + g.plane(), 0.0f);
     float m[kTile];
     int64_t idx[kTile];
