@@ -300,11 +300,69 @@ TEST_CASE("max_pool2d: NaN propagates, -inf windows, ties go to the first maximu
     CHECK(x.grad().to_vector() == std::vector<float>{0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1, 0});
 }
 
+TEST_CASE("max_pool2d's 2x2 vector kernels match torch's scan: ties, zeros, NaN, -inf, added gradients", "[ops][pooling]") {
+    // Values from a small set, so windows tie often (as after a ReLU: all zeros), with NaN and
+    // -inf sprinkled in; widths give rows of 3 (scalar), 5 and 7 (vectors of 4, the last one
+    // overlapping), 8, 11 and 75 (vectors of 8) outputs, and odd sizes leave rows and columns
+    // outside every window.
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    Generator gen(17);
+    for (const Shape& shape : {Shape{2, 3, 6, 7}, Shape{1, 2, 5, 10}, Shape{2, 2, 9, 15}, Shape{1, 3, 4, 16},
+                               Shape{1, 1, 7, 23}, Shape{1, 2, 4, 150}}) {
+        INFO("shape " << shape);
+        std::vector<float> v(static_cast<size_t>(shape.numel()));
+        for (auto& e : v) {
+            const uint64_t r = gen.below(40);
+            e = r == 0 ? nan : r == 1 ? -inf : static_cast<float>(r % 3);
+        }
+        const int64_t H = shape[2], W = shape[3], OH = H / 2, OW = W / 2, planes = shape[0] * shape[1];
+        // torch's scan, by hand: the output, and the gradient of sum(y * dy).
+        const Tensor dy = randn({shape[0], shape[1], OH, OW}, gen);
+        const auto dyv = dy.to_vector();
+        std::vector<float> want_y(static_cast<size_t>(dy.numel())), want_dx(v.size(), 0.0f);
+        for (int64_t p = 0; p < planes; ++p) {
+            for (int64_t oh = 0; oh < OH; ++oh) {
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                    float m = -inf;
+                    int64_t at = p * H * W + 2 * oh * W + 2 * ow;
+                    for (int64_t kh = 0; kh < 2; ++kh) {
+                        for (int64_t kw = 0; kw < 2; ++kw) {
+                            const int64_t i = p * H * W + (2 * oh + kh) * W + 2 * ow + kw;
+                            const float e = v[static_cast<size_t>(i)];
+                            if (e > m || std::isnan(e)) m = e, at = i;
+                        }
+                    }
+                    const size_t o = static_cast<size_t>((p * OH + oh) * OW + ow);
+                    want_y[o] = m;
+                    want_dx[static_cast<size_t>(at)] += dyv[o];
+                }
+            }
+        }
+        Tensor x = from_vector(v, shape).requires_grad_();
+        Tensor y = max_pool2d(x, 2);
+        const auto yv = y.to_vector();
+        for (size_t i = 0; i < yv.size(); ++i) {
+            INFO("output " << i);
+            CHECK((yv[i] == want_y[i] || (std::isnan(yv[i]) && std::isnan(want_y[i]))));
+        }
+        y.backward(dy);
+        CHECK(x.grad().to_vector() == want_dx);
+        // Into a gradient that already holds values (added, the overlapping vectors once).
+        y = max_pool2d(x, 2);
+        y.backward(dy);
+        std::vector<float> twice(want_dx);
+        for (auto& e : twice) e *= 2.0f;
+        CHECK(x.grad().to_vector() == twice);
+    }
+}
+
 TEST_CASE("gradcheck: max_pool2d, avg_pool2d, adaptive_avg_pool2d", "[ops][pooling][gradcheck]") {
     const auto check = [](const Shape& shape, uint64_t seed, const std::function<Tensor(const Tensor&)>& fn) {
         require_gradcheck(gradcheck([&](const std::vector<Tensor>& t) { return fn(t[0]); }, {spaced(shape, seed)}));
     };
     check({2, 2, 5, 6}, 1, [](const Tensor& x) { return max_pool2d(x, 2); });
+    check({1, 2, 4, 13}, 9, [](const Tensor& x) { return max_pool2d(x, 2); });   // vectors of 4
+    check({1, 1, 4, 19}, 10, [](const Tensor& x) { return max_pool2d(x, 2); });  // vectors of 8
     check({1, 2, 7, 6}, 2, [](const Tensor& x) { return max_pool2d(x, 3, 2, 1, 1, true); });
     check({1, 1, 7, 7}, 3, [](const Tensor& x) { return max_pool2d(x, {3, 2}, 1, {1, 0}, 2); });
     check({2, 2, 5, 6}, 4, [](const Tensor& x) { return avg_pool2d(x, 2); });
@@ -346,33 +404,56 @@ TEST_CASE("golden: group_norm with 1, 2 and C groups, with and without affine", 
     }
 }
 
+namespace {
+
+// A functional normalisation with running statistics owned by the caller:
+// norm(x, running_mean, running_var, weight, bias, training, momentum, batches counted).
+using NormCall = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                                      std::optional<double>, int64_t)>;
+
+// One BatchNorm2d / InstanceNorm2d golden case through the functional op: every training step
+// (output, gradients, running statistics), then eval (running statistics when tracked).
+void check_functional_steps(const SafetensorsData& g, const std::string& c, const NormCall& norm) {
+    INFO("case " << c);
+    const bool affine = g.metadata.at(c + ".affine") == "True";
+    const bool stats = g.metadata.at(c + ".track_running_stats") == "True";
+    const std::string m = g.metadata.at(c + ".momentum");
+    const std::optional<double> momentum = m == "None" ? std::nullopt : std::optional<double>(std::stod(m));
+    const int steps = std::stoi(g.metadata.at(c + ".steps"));
+    Tensor w = affine ? leaf(g.at(c + ".weight")) : Tensor(), b = affine ? leaf(g.at(c + ".bias")) : Tensor();
+    const int64_t C = g.at(c + ".x0").size(1);
+    Tensor rm = stats ? zeros({C}) : Tensor(), rv = stats ? ones({C}) : Tensor();
+    for (int k = 0; k < steps; ++k) {
+        const std::string s = std::to_string(k);
+        if (w.defined()) w.set_grad({}), b.set_grad({});
+        Tensor x = leaf(g.at(c + ".x" + s));
+        Tensor y = norm(x, rm, rv, w, b, true, momentum, k + 1);
+        require_close(y, g.at(c + ".y" + s), 1e-5, c + ".y" + s);
+        y.backward(g.at(c + ".dy" + s));
+        require_close(x.grad(), g.at(c + ".dx" + s), 1e-5, c + ".dx" + s);
+        if (affine) {
+            require_close(w.grad(), g.at(c + ".dweight" + s), 1e-5, c + ".dweight" + s);
+            require_close(b.grad(), g.at(c + ".dbias" + s), 1e-5, c + ".dbias" + s);
+        }
+        if (stats) {
+            require_close(rm, g.at(c + ".running_mean" + s), 1e-5, c + ".running_mean" + s);
+            require_close(rv, g.at(c + ".running_var" + s), 1e-5, c + ".running_var" + s);
+        }
+    }
+    NoGradGuard no_grad;
+    require_close(norm(g.at(c + ".x_eval"), rm, rv, w, b, !stats, momentum, steps), g.at(c + ".y_eval"), 1e-5,
+                  c + ".y_eval");
+}
+
+}  // namespace
+
 TEST_CASE("golden: instance_norm, functional, with running statistics over steps", "[ops][norm][golden]") {
     const auto g = test::golden("conv_norm.safetensors");
     for (const std::string c : {"in2d", "in2d_affine", "in2d_stats", "in2d_stats_noaffine"}) {
-        INFO("case " << c);
-        const bool affine = g.metadata.at(c + ".affine") == "True";
-        const bool stats = g.metadata.at(c + ".track_running_stats") == "True";
-        const double momentum = std::stod(g.metadata.at(c + ".momentum"));
-        const int steps = std::stoi(g.metadata.at(c + ".steps"));
-        Tensor w = affine ? leaf(g.at(c + ".weight")) : Tensor(), b = affine ? leaf(g.at(c + ".bias")) : Tensor();
-        Tensor rm = stats ? zeros({3}) : Tensor(), rv = stats ? ones({3}) : Tensor();
-        for (int k = 0; k < steps; ++k) {
-            const std::string s = std::to_string(k);
-            if (w.defined()) w.set_grad({}), b.set_grad({});
-            Tensor x = leaf(g.at(c + ".x" + s));
-            Tensor y = instance_norm(x, rm, rv, w, b, true, momentum);
-            require_close(y, g.at(c + ".y" + s), 1e-5, c + ".y" + s);
-            y.backward(g.at(c + ".dy" + s));
-            require_close(x.grad(), g.at(c + ".dx" + s), 1e-5, c + ".dx" + s);
-            if (affine) require_close(w.grad(), g.at(c + ".dweight" + s), 1e-5, c + ".dweight" + s);
-            if (stats) {
-                require_close(rm, g.at(c + ".running_mean" + s), 1e-5, c + ".running_mean" + s);
-                require_close(rv, g.at(c + ".running_var" + s), 1e-5, c + ".running_var" + s);
-            }
-        }
-        NoGradGuard no_grad;
-        require_close(instance_norm(g.at(c + ".x_eval"), rm, rv, w, b, !stats, momentum), g.at(c + ".y_eval"), 1e-5,
-                      c + ".y_eval");
+        check_functional_steps(g, c, [](const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
+                                        const Tensor& b, bool input_stats, std::optional<double> momentum, int64_t) {
+            return instance_norm(x, rm, rv, w, b, input_stats, *momentum);
+        });
     }
     CHECK_THROWS_WITH(instance_norm(rand({2, 3, 1, 1})),
                       "Expected more than 1 spatial element when training, got input size [2, 3, 1, 1]");
@@ -382,35 +463,11 @@ TEST_CASE("golden: instance_norm, functional, with running statistics over steps
 TEST_CASE("golden: batch_norm on [N, C, H, W], every step through the functional op", "[ops][norm][golden]") {
     const auto g = test::golden("conv_norm.safetensors");
     for (const std::string c : {"bn2d", "bn2d_cma", "bn2d_noaffine", "bn2d_nostats", "bn2d_batch1"}) {
-        INFO("case " << c);
-        const bool affine = g.metadata.at(c + ".affine") == "True";
-        const bool stats = g.metadata.at(c + ".track_running_stats") == "True";
-        const std::string m = g.metadata.at(c + ".momentum");
-        const std::optional<double> momentum = m == "None" ? std::nullopt : std::optional<double>(std::stod(m));
-        const int steps = std::stoi(g.metadata.at(c + ".steps"));
-        Tensor w = affine ? leaf(g.at(c + ".weight")) : Tensor(), b = affine ? leaf(g.at(c + ".bias")) : Tensor();
-        const int64_t C = g.at(c + ".x0").size(1);
-        Tensor rm = stats ? zeros({C}) : Tensor(), rv = stats ? ones({C}) : Tensor();
-        for (int k = 0; k < steps; ++k) {
-            const std::string s = std::to_string(k);
-            if (w.defined()) w.set_grad({}), b.set_grad({});
-            Tensor x = leaf(g.at(c + ".x" + s));
-            Tensor y = batch_norm(x, rm, rv, w, b, true, momentum, 1e-5, k + 1);
-            require_close(y, g.at(c + ".y" + s), 1e-5, c + ".y" + s);
-            y.backward(g.at(c + ".dy" + s));
-            require_close(x.grad(), g.at(c + ".dx" + s), 1e-5, c + ".dx" + s);
-            if (affine) {
-                require_close(w.grad(), g.at(c + ".dweight" + s), 1e-5, c + ".dweight" + s);
-                require_close(b.grad(), g.at(c + ".dbias" + s), 1e-5, c + ".dbias" + s);
-            }
-            if (stats) {
-                require_close(rm, g.at(c + ".running_mean" + s), 1e-5, c + ".running_mean" + s);
-                require_close(rv, g.at(c + ".running_var" + s), 1e-5, c + ".running_var" + s);
-            }
-        }
-        NoGradGuard no_grad;
-        require_close(batch_norm(g.at(c + ".x_eval"), rm, rv, w, b, !stats, momentum), g.at(c + ".y_eval"), 1e-5,
-                      c + ".y_eval");
+        check_functional_steps(g, c, [](const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
+                                        const Tensor& b, bool training, std::optional<double> momentum,
+                                        int64_t batches) {
+            return batch_norm(x, rm, rv, w, b, training, momentum, 1e-5, batches);
+        });
     }
 }
 

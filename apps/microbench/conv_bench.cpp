@@ -6,57 +6,23 @@
 //
 //   conv_bench [--batch 32,128] [--threads N] [--seconds S] [--norm batch|group|layer|none] [--cpu-time]
 //              [--step-only]  (the whole training step alone, e.g. under perf)
-//   conv_bench --alloc-check    (a few training steps; exit 1 if steps after the first allocate)
 //
 // --seconds is the total time budget, shared by every measurement (each is the median of its
 // repetitions). --cpu-time (with --threads 1) measures the thread's CPU time instead of wall
-// time, for figures that other processes on a busy machine do not distort. With --alloc-check
-// the global operator new counts allocations.
+// time, for figures that other processes on a busy machine do not distort.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <functional>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "normnet/normnet.hpp"
 #include "ops/gemm.hpp"
 #include "parallel.hpp"
-
-namespace {
-
-// ---- allocation counting (only while g_counting) ----------------------------------------------
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-
-void* counted_alloc(std::size_t size, std::size_t align) {
-    if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (size == 0) size = 1;
-    void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (size + align - 1) / align * align)
-                                                : std::malloc(size);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -321,29 +287,6 @@ void bench_batch(int64_t B, const std::string& norm, double budget, bool step_on
                 t_step * 1e3, floor_total * 1e3, t_step / floor_total, static_cast<double>(B) / t_step);
 }
 
-// Training steps 2..N of the CNN allocate nothing (every norm): returns the number of failures.
-int alloc_check() {
-    int failures = 0;
-    for (const char* norm : {"batch", "group", "layer", "none"}) {
-        for (int threads : {1, 2}) {
-            set_num_threads(threads);
-            Cnn cnn(norm);
-            Step step(cnn, 8);
-            // The first step warms the caching allocators, and shows the counter is alive.
-            g_allocations = 0;
-            g_counting = true;
-            step.run();
-            const long first = g_allocations.exchange(0);
-            for (int k = 0; k < 3; ++k) step.run();
-            g_counting = false;
-            std::printf("%-6s %d thread(s): %ld heap allocations in training step 1, %ld in steps 2..4\n", norm,
-                        threads, first, g_allocations.load());
-            if (first == 0 || g_allocations.load() != 0) ++failures;
-        }
-    }
-    return failures;
-}
-
 std::vector<int64_t> parse_list(const char* s) {
     std::vector<int64_t> v;
     for (const char* p = s; *p;) {
@@ -375,12 +318,7 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--alloc-check") {
-            const int failures = alloc_check();
-            std::printf(failures == 0 ? "no allocation after the first step\n" : "%d configurations allocated\n",
-                        failures);
-            return failures == 0 ? 0 : 1;
-        } else if (a == "--batch") {
+        if (a == "--batch") {
             batches = parse_list(value());
         } else if (a == "--seconds") {
             seconds = std::atof(value());
@@ -394,7 +332,7 @@ int main(int argc, char** argv) {
             g_cpu_time = true;
         } else {
             std::fprintf(stderr, "usage: conv_bench [--batch 32,128] [--threads N] [--seconds S] "
-                                 "[--norm batch|group|layer|none] [--cpu-time] [--step-only] | --alloc-check\n");
+                                 "[--norm batch|group|layer|none] [--cpu-time] [--step-only]\n");
             return 2;
         }
     }

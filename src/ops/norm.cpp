@@ -376,23 +376,51 @@ void channel_stats_planes(double* __restrict mean, double* __restrict var, doubl
     for (int64_t c = 0; c < nc; ++c) var[c] = N > 0 ? m2[c] / static_cast<double>(N * L) : 0.0;
 }
 
-// out: [N, nc, L] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
+// out: [N, nc] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
 // weight, bias: [nc] (either may be null)
-template <bool kFlat>
-void batch_norm_apply(float* __restrict out, const float* __restrict inp, const double* __restrict mean,
-                      const double* __restrict rstd, const float* __restrict weight, const float* __restrict bias,
-                      int64_t N, int64_t nc, int64_t L_in, int64_t ld) {
-    const int64_t L = kFlat ? 1 : L_in;
+void batch_norm_apply_flat(float* __restrict out, const float* __restrict inp, const double* __restrict mean,
+                           const double* __restrict rstd, const float* __restrict weight,
+                           const float* __restrict bias, int64_t N, int64_t nc, int64_t ld) {
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
-            const double m = mean[c], s = rstd[c];
+            const float w = weight ? weight[c] : 1.0f;
+            const float shift = bias ? bias[c] : 0.0f;
+            out[n * ld + c] = static_cast<float>((inp[n * ld + c] - mean[c]) * rstd[c]) * w + shift;
+        }
+    }
+}
+
+// out: [N, nc, L] block = xhat * weight[c] + bias[c] with xhat = ((inp - mean) - mean_lo) * rstd,
+// in float as the backward computes it (x - mean is exact for x near the mean, so a large common
+// offset costs nothing; a quarter of the double arithmetic's time); mean, mean_lo, rstd: [nc];
+// weight, bias: [nc] (either may be null)
+void batch_norm_apply_planes(float* __restrict out, const float* __restrict inp, const float* __restrict mean,
+                             const float* __restrict mean_lo, const float* __restrict rstd,
+                             const float* __restrict weight, const float* __restrict bias, int64_t N, int64_t nc,
+                             int64_t L, int64_t ld) {
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < nc; ++c) {
+            const float m = mean[c], ml = mean_lo[c], s = rstd[c];
             const float w = weight ? weight[c] : 1.0f;
             const float shift = bias ? bias[c] : 0.0f;
             const float* x = inp + n * ld + c * L;
             float* y = out + n * ld + c * L;
-            for (int64_t l = 0; l < L; ++l) y[l] = static_cast<float>((x[l] - m) * s) * w + shift;
+            for (int64_t l = 0; l < L; ++l) y[l] = (((x[l] - m) - ml) * s) * w + shift;
         }
     }
+}
+
+// a, b = the sums of dy and of dy * xhat over a channel's L values dy, x: [L], with
+// xhat = ((x - mean) - mean_lo) * rstd (vectorised: float lanes).
+inline void dy_sums(float& a, float& b, const float* __restrict dy, const float* __restrict x, float mean,
+                    float mean_lo, float rstd, int64_t L) {
+    float sa = 0.0f, sb = 0.0f;
+#pragma omp simd reduction(+ : sa, sb)
+    for (int64_t l = 0; l < L; ++l) {
+        sa += dy[l];
+        sb += dy[l] * (((x[l] - mean) - mean_lo) * rstd);
+    }
+    a = sa, b = sb;
 }
 
 // dx for one channel's values given its sums: with batch statistics every dx of a channel depends
@@ -462,15 +490,8 @@ void batch_norm_backward_planes(float* __restrict dinp, float* __restrict dy_sum
     for (int64_t c = 0; c < nc; ++c) sum[c] = sum_xhat[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
-            const float m = mean[c], ml = mean_lo[c], s = rstd[c];
-            const float* dy = dout + n * ld + c * L;
-            const float* x = inp + n * ld + c * L;
-            float a = 0.0f, b = 0.0f;
-#pragma omp simd reduction(+ : a, b)
-            for (int64_t l = 0; l < L; ++l) {
-                a += dy[l];
-                b += dy[l] * (((x[l] - m) - ml) * s);
-            }
+            float a, b;
+            dy_sums(a, b, dout + n * ld + c * L, inp + n * ld + c * L, mean[c], mean_lo[c], rstd[c], L);
             sum[c] += a, sum_xhat[c] += b;
         }
     }
@@ -587,18 +608,22 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     }
     double* rstd_d = var_d;
     for (int64_t c = 0; c < C; ++c) rstd_d[c] = 1.0 / std::sqrt(var_d[c] + eps);
-    Tensor out = empty(x.shape());
-    const auto apply = L == 1 ? detail::batch_norm_apply<true> : detail::batch_norm_apply<false>;
-    detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-        apply(out.data() + c0 * L, x.data() + c0 * L, mean_d + c0, rstd_d + c0,
-              weight.defined() ? weight.data() + c0 : nullptr, bias.defined() ? bias.data() + c0 : nullptr, N, c1 - c0,
-              L, C * L);
-    });
     Tensor mean = empty({C}), mean_lo = empty({C}), rstd = empty({C});
     for (int64_t c = 0; c < C; ++c) {
         detail::split_mean(mean_d[c], mean.data()[c], mean_lo.data()[c]);
         rstd.data()[c] = static_cast<float>(rstd_d[c]);
     }
+    Tensor out = empty(x.shape());
+    detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+        const float* w = weight.defined() ? weight.data() + c0 : nullptr;
+        const float* b = bias.defined() ? bias.data() + c0 : nullptr;
+        if (L == 1) {
+            detail::batch_norm_apply_flat(out.data() + c0, x.data() + c0, mean_d + c0, rstd_d + c0, w, b, N, c1 - c0, C);
+        } else {
+            detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
+                                            mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
+        }
+    });
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
                                                                       {x, weight, mean, mean_lo, rstd})) {
         node->batch_stats = training;
@@ -668,14 +693,8 @@ void group_norm_backward(float* __restrict dinp, float* __restrict dweight, floa
         const int64_t c0 = ((first + r) % G) * Cg;
         double dnorm_sum = 0.0, dnorm_xhat_sum = 0.0;
         for (int64_t c = 0; c < Cg; ++c) {
-            const float* dy = dout + r * M + c * L;
-            const float* x = inp + r * M + c * L;
-            float a = 0.0f, b = 0.0f;
-#pragma omp simd reduction(+ : a, b)
-            for (int64_t l = 0; l < L; ++l) {
-                a += dy[l];
-                b += dy[l] * (((x[l] - m) - ml) * s);
-            }
+            float a, b;
+            dy_sums(a, b, dout + r * M + c * L, inp + r * M + c * L, m, ml, s, L);
             if (dbias) dbias[c0 + c] += a;
             if (dweight) dweight[c0 + c] += b;
             const float w = weight ? weight[c0 + c] : 1.0f;

@@ -34,6 +34,25 @@ int64_t plane_grain(int64_t values) { return std::max<int64_t>(1, (int64_t{1} <<
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// Calls f(p) for every plane p of g, the planes split between threads.
+template <class F>
+void for_each_plane(const PoolGeometry& g, F&& f) {
+    parallel_for(g.N, plane_grain(g.plane()), [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) f(p);
+    });
+}
+
+// Writes an input gradient dx by the GradOut rule, plane by plane:
+// kernel.template operator()<Store>(dx plane, dout plane, plane index).
+template <class Kernel>
+void backward_by_plane(const GradOut& dx, const Tensor& dout, const PoolGeometry& g, Kernel&& kernel) {
+    dx.write([&]<class Store>(float* d) {
+        for_each_plane(g, [&](int64_t p) {
+            kernel.template operator()<Store>(d + p * g.plane(), dout.data() + p * g.out_plane(), p);
+        });
+    });
+}
+
 // torch's pooling_output_shape: floor or ceil division, and with ceil_mode the last window must
 // start inside the input or its left/top padding.
 int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
@@ -320,13 +339,8 @@ public:
     void backward(const Tensor& dout) override {
         const Tensor& x = saved(0);
         if (const GradOut dx = grad_out(0)) {
-            dx.write([&]<class Store>(float* d) {
-                parallel_for(g.N, plane_grain(g.plane()), [&](int64_t b, int64_t e) {
-                    for (int64_t p = b; p < e; ++p) {
-                        max_pool2d_backward<Store>(d + p * g.plane(), dout.data() + p * g.out_plane(),
-                                                   x.data() + p * g.plane(), g);
-                    }
-                });
+            backward_by_plane(dx, dout, g, [&]<class Store>(float* d, const float* dy, int64_t p) {
+                max_pool2d_backward<Store>(d, dy, x.data() + p * g.plane(), g);
             });
         }
     }
@@ -338,14 +352,12 @@ std::tuple<Tensor, Tensor> max_pool2d_impl(const Tensor& input, Size2 kernel, Si
     const Tensor x = input.contiguous();
     Tensor out = empty(pooled_shape(x, g.OH, g.OW));
     Tensor indices = with_indices ? empty(out.shape(), kInt64) : Tensor();
-    parallel_for(g.N, plane_grain(g.plane()), [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) {
-            if (with_indices) {
-                max_pool2d_forward<true>(out.data() + p * g.out_plane(),
-                                         indices.data_ptr<int64_t>() + p * g.out_plane(), x.data() + p * g.plane(), g);
-            } else {
-                max_pool2d_forward<false>(out.data() + p * g.out_plane(), nullptr, x.data() + p * g.plane(), g);
-            }
+    for_each_plane(g, [&](int64_t p) {
+        if (with_indices) {
+            max_pool2d_forward<true>(out.data() + p * g.out_plane(), indices.data_ptr<int64_t>() + p * g.out_plane(),
+                                     x.data() + p * g.plane(), g);
+        } else {
+            max_pool2d_forward<false>(out.data() + p * g.out_plane(), nullptr, x.data() + p * g.plane(), g);
         }
     });
     if (auto* node = record<MaxPool2DWithIndicesBackward>(out, {x}, {x})) node->g = g;
@@ -412,12 +424,8 @@ public:
     const char* name() const override { return "AvgPool2DBackward0"; }
     void backward(const Tensor& dout) override {
         if (const GradOut dx = grad_out(0)) {
-            dx.write([&]<class Store>(float* data) {
-                parallel_for(g.N, plane_grain(g.plane()), [&](int64_t b, int64_t e) {
-                    for (int64_t p = b; p < e; ++p) {
-                        avg_pool2d_backward<Store>(data + p * g.plane(), dout.data() + p * g.out_plane(), g, d);
-                    }
-                });
+            backward_by_plane(dx, dout, g, [&]<class Store>(float* data, const float* dy, int64_t) {
+                avg_pool2d_backward<Store>(data, dy, g, d);
             });
         }
     }
@@ -469,12 +477,8 @@ public:
     const char* name() const override { return "AdaptiveAvgPool2DBackward0"; }
     void backward(const Tensor& dout) override {
         if (const GradOut dx = grad_out(0)) {
-            dx.write([&]<class Store>(float* data) {
-                parallel_for(g.N, plane_grain(g.plane()), [&](int64_t b, int64_t e) {
-                    for (int64_t p = b; p < e; ++p) {
-                        adaptive_avg_pool2d_backward<Store>(data + p * g.plane(), dout.data() + p * g.out_plane(), g);
-                    }
-                });
+            backward_by_plane(dx, dout, g, [&]<class Store>(float* data, const float* dy, int64_t) {
+                adaptive_avg_pool2d_backward<Store>(data, dy, g);
             });
         }
     }
@@ -502,10 +506,8 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, Size2 stride, Size2 pa
     const detail::AvgDivisor d{count_include_pad, divisor_override.value_or(0)};
     const Tensor x = input.contiguous();
     Tensor out = empty(detail::pooled_shape(x, g.OH, g.OW));
-    detail::parallel_for(g.N, detail::plane_grain(g.plane()), [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) {
-            detail::avg_pool2d_forward(out.data() + p * g.out_plane(), x.data() + p * g.plane(), g, d);
-        }
+    detail::for_each_plane(g, [&](int64_t p) {
+        detail::avg_pool2d_forward(out.data() + p * g.out_plane(), x.data() + p * g.plane(), g, d);
     });
     if (auto* node = detail::record<detail::AvgPool2DBackward>(out, {x})) node->g = g, node->d = d;
     return out;
@@ -527,10 +529,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
     g.OH = output_size.h, g.OW = output_size.w;
     const Tensor x = input.contiguous();
     Tensor out = empty(detail::pooled_shape(x, g.OH, g.OW));
-    detail::parallel_for(g.N, detail::plane_grain(g.plane()), [&](int64_t b, int64_t e) {
-        for (int64_t p = b; p < e; ++p) {
-            detail::adaptive_avg_pool2d_forward(out.data() + p * g.out_plane(), x.data() + p * g.plane(), g);
-        }
+    detail::for_each_plane(g, [&](int64_t p) {
+        detail::adaptive_avg_pool2d_forward(out.data() + p * g.out_plane(), x.data() + p * g.plane(), g);
     });
     if (auto* node = detail::record<detail::AdaptiveAvgPool2DBackward>(out, {x})) node->g = g;
     return out;
