@@ -35,14 +35,30 @@ void split_mean(double m, float& hi, float& lo) {
     lo = static_cast<float>(m - hi);
 }
 
+// mean, m2 = the mean of x: [n] and the sum of squared deviations from it, in double over two
+// passes (the lanes' partial sums vectorise the loops).
+inline void mean_and_m2(const float* __restrict x, int64_t n, double& mean, double& m2) {
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += x[i];
+    const double m = n > 0 ? sum / static_cast<double>(n) : 0.0;
+    double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < n; ++i) {
+        const double d = x[i] - m;
+        sq += d * d;
+    }
+    mean = m, m2 = sq;
+}
+
 // Runs kernel(first_row, rows, slot) over row chunks of [N, H] in parallel, where each chunk adds
 // its rows' parameter sums (`sums` vectors of H) into its own zeroed slot; returns the slots
 // summed ([sums, H]), or an undefined tensor when sums == 0. No two threads write the same sum.
-// `row_values`: the values a row holds (H unless the parameters are shared differently, as
-// group_norm's per-channel ones over rows of groups), which sets the chunk size.
+// `rows_per_chunk`: the fewest rows worth a thread (group_norm's rows of groups are larger
+// than their H parameters).
 template <class Kernel>
-Tensor rows_with_partial_sums(int64_t N, int64_t H, int sums, Kernel kernel, int64_t row_values = -1) {
-    const int64_t rows_per_chunk = row_grain(row_values < 0 ? H : row_values);
+Tensor rows_with_partial_sums(int64_t N, int64_t H, int sums, Kernel kernel, int64_t rows_per_chunk = -1) {
+    if (rows_per_chunk < 0) rows_per_chunk = row_grain(H);
     const int chunks = pool_threads() == 1 || N <= rows_per_chunk ? 1 : pool_threads();
     const Tensor partials = sums > 0 ? zeros({chunks, sums, H}) : Tensor();
     float* base = data_or_null(partials);
@@ -70,16 +86,8 @@ void layer_norm_forward(float* __restrict out, float* __restrict mean, float* __
     for (int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * H;
         float* y = out + n * H;
-        double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < H; ++i) sum += x[i];
-        const double m = sum / static_cast<double>(H);
-        double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-        for (int64_t i = 0; i < H; ++i) {
-            const double d = x[i] - m;
-            sq += d * d;
-        }
+        double m, sq;
+        mean_and_m2(x, H, m, sq);
         const double s = 1.0 / std::sqrt(sq / static_cast<double>(H) + eps);
 #pragma omp simd
         for (int64_t i = 0; i < H; ++i) {
@@ -357,17 +365,8 @@ void channel_stats_planes(double* __restrict mean, double* __restrict var, doubl
     for (int64_t n = 0; n < N; ++n) {
         const double count = static_cast<double>(n * L), total = count + static_cast<double>(L);
         for (int64_t c = 0; c < nc; ++c) {
-            const float* x = inp + n * ld + c * L;
-            double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t l = 0; l < L; ++l) sum += x[l];
-            const double pm = sum / static_cast<double>(L);
-            double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-            for (int64_t l = 0; l < L; ++l) {
-                const double d = x[l] - pm;
-                sq += d * d;
-            }
+            double pm, sq;
+            mean_and_m2(inp + n * ld + c * L, L, pm, sq);
             const double delta = pm - mean[c];
             mean[c] += delta * (static_cast<double>(L) / total);
             m2[c] += sq + delta * delta * (count * static_cast<double>(L) / total);
@@ -636,6 +635,9 @@ namespace detail {
 namespace {
 
 // ---- group_norm -------------------------------------------------------------------------------
+
+// Groups per chunk of group_norm's parallel loops: about 16k values, at least one group.
+int64_t group_grain(int64_t values_per_group) { return grain(values_per_group, 1); }
 // x: [N, C, L] is N * G groups ("rows") of Cg = C / G consecutive channels: Cg * L contiguous
 // values each, with per-channel weight and bias. A kernel gets `rows` consecutive groups starting
 // at group `first` (the channels of group r are (r % G) * Cg ...).
@@ -651,16 +653,8 @@ void group_norm_forward(float* __restrict out, float* __restrict mean, float* __
     for (int64_t r = 0; r < rows; ++r) {
         const float* x = inp + r * M;
         float* y = out + r * M;
-        double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < M; ++i) sum += x[i];
-        const double m = M > 0 ? sum / static_cast<double>(M) : 0.0;
-        double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-        for (int64_t i = 0; i < M; ++i) {
-            const double d = x[i] - m;
-            sq += d * d;
-        }
+        double m, sq;
+        mean_and_m2(x, M, m, sq);
         const double var = M > 0 ? sq / static_cast<double>(M) : 0.0;
         const double s = 1.0 / std::sqrt(var + eps);
         const int64_t c0 = ((first + r) % G) * Cg;
@@ -730,7 +724,7 @@ public:
                                                x.data() + row * M, mean.data() + row, mean_lo.data() + row,
                                                rstd.data() + row, data_or_null(weight), row, count, G, Cg, L);
                 },
-                M);
+                group_grain(M));
         };
         const Tensor param_sums = dx.fresh ? rows.template operator()<Overwrite>(dx.data)
                                            : rows.template operator()<Accumulate>(dx.data);
@@ -759,7 +753,7 @@ Tensor group_norm_impl(const Tensor& x_in, int64_t G, const Tensor& weight_in, c
     const int64_t L = spatial_size(x_in), Cg = C / G, M = Cg * L;
     const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
     Tensor out = empty(x.shape()), mean = empty({N * G}), mean_lo = empty({N * G}), rstd = empty({N * G});
-    parallel_for(N * G, row_grain(M), [&](int64_t b, int64_t e) {
+    parallel_for(N * G, group_grain(M), [&](int64_t b, int64_t e) {
         group_norm_forward(out.data() + b * M, mean.data() + b, mean_lo.data() + b, rstd.data() + b,
                            stats ? stats + 2 * b : nullptr, x.data() + b * M, data_or_null(weight), data_or_null(bias),
                            b, e - b, G, Cg, L, eps);
