@@ -1,9 +1,11 @@
 // Module: registration of parameters, buffers and children; recursive traversal for names,
-// state_dict, train/eval and zero_grad; PyTorch-style printing.
+// modules, state_dict, train/eval, apply and zero_grad; the state copy behind clone();
+// PyTorch-style printing.
 #include "normnet/module.hpp"
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ostream>
 #include <typeinfo>
@@ -64,6 +66,102 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     check_new_name(name, parameters_, buffers_, children_);
     NORMNET_CHECK(module != nullptr, "register_module: '", name, "' is null");
     children_.emplace_back(name, std::move(module));
+}
+
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
+    for (auto& [key, child] : children_) {
+        if (key == name) {
+            NORMNET_CHECK(module != nullptr, "register_module: '", name, "' is null");
+            child = std::move(module);
+            return;
+        }
+    }
+    add_child(name, std::move(module));
+}
+
+std::shared_ptr<Module> Module::remove_child(const std::string& name) {
+    const auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+    if (it == children_.end()) return nullptr;
+    std::shared_ptr<Module> module = std::move(it->second);
+    children_.erase(it);
+    return module;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+    std::vector<std::shared_ptr<Module>> out;
+    out.reserve(children_.size());
+    for (const auto& [name, child] : children_) out.push_back(child);
+    return out;
+}
+
+void Module::collect_modules(NamedModules& out, std::vector<const Module*>& seen, const std::string& prefix) const {
+    for (const auto& [name, child] : children_) {
+        if (std::find(seen.begin(), seen.end(), child.get()) != seen.end()) continue;
+        seen.push_back(child.get());
+        const std::string child_name = prefix.empty() ? name : prefix + "." + name;
+        out.emplace_back(child_name, child);
+        child->collect_modules(out, seen, child_name);
+    }
+}
+
+NamedModules Module::named_modules(const std::string& prefix, bool include_self) const {
+    NamedModules out;
+    std::vector<const Module*> seen{this};
+    // This module is not necessarily owned by a shared_ptr: its entry aliases it without owning it.
+    if (include_self) out.emplace_back(prefix, std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this)));
+    collect_modules(out, seen, prefix);
+    return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules(bool include_self) const {
+    std::vector<std::shared_ptr<Module>> out;
+    for (auto& [name, module] : named_modules("", include_self)) out.push_back(std::move(module));
+    return out;
+}
+
+Module& Module::apply(const std::function<void(Module&)>& fn) {
+    for (auto& [name, child] : children_) child->apply(fn);
+    fn(*this);
+    return *this;
+}
+
+std::shared_ptr<Module> Module::clone() const {
+    fail(type_name(), " does not support clone(): derive it from Cloneable<", type_name(),
+         "> (it rebuilds the module from options() or its default constructor), or override clone()");
+}
+
+void Module::copy_state_from(const Module& source, bool recurse) {
+    const auto check_same = [&](const NamedTensors& mine, const NamedTensors& theirs, const char* kind) {
+        NORMNET_CHECK(mine.size() == theirs.size(), "clone: the rebuilt ", type_name(), " has ", mine.size(), " ", kind,
+                      "s, the original ", theirs.size(), "; override clone() for a module whose structure is not set by "
+                      "its constructor");
+        for (size_t i = 0; i < mine.size(); ++i) {
+            const Tensor &to = mine[i].second, &from = theirs[i].second;
+            NORMNET_CHECK(mine[i].first == theirs[i].first && to.shape() == from.shape() && to.dtype() == from.dtype(),
+                          "clone: the rebuilt ", type_name(), "'s ", kind, " '", mine[i].first, "' ", to.shape(),
+                          " differs from the original's '", theirs[i].first, "' ", from.shape(),
+                          "; override clone() for a module whose structure is not set by its constructor");
+        }
+    };
+    check_same(parameters_, source.parameters_, "parameter");
+    check_same(buffers_, source.buffers_, "buffer");
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+        Tensor& to = parameters_[i].second;
+        to.copy_(source.parameters_[i].second);
+        to.requires_grad_(source.parameters_[i].second.requires_grad());
+    }
+    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].second.copy_(source.buffers_[i].second);
+    training_ = source.training_;
+    if (!recurse) return;
+    NORMNET_CHECK(children_.size() == source.children_.size(), "clone: the rebuilt ", type_name(), " has ",
+                  children_.size(), " children, the original ", source.children_.size(),
+                  "; override clone() for a module whose structure is not set by its constructor");
+    for (size_t i = 0; i < children_.size(); ++i) {
+        NORMNET_CHECK(children_[i].first == source.children_[i].first, "clone: the rebuilt ", type_name(),
+                      "'s child '", children_[i].first, "' differs from the original's '", source.children_[i].first, "'");
+        children_[i].second->copy_state_from(*source.children_[i].second, true);
+    }
 }
 
 void Module::collect(NamedTensors& out, const std::string& prefix, bool params, bool buffers, bool recurse) const {

@@ -2,14 +2,21 @@
 // folder, running with captured output and exit status, and a synthetic MNIST-layout dataset.
 #pragma once
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -40,10 +47,12 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs `normnet args...` in `cwd` (stdout through a pipe, so not a terminal; stderr to a file).
-inline RunResult run_normnet(const std::vector<std::string>& args, const fs::path& cwd) {
+// Runs `normnet args...` in `cwd` (stdout through a pipe, so not a terminal; stderr to a file);
+// `shell_prefix` runs first in the same shell (e.g. "ulimit -v 2000000").
+inline RunResult run_normnet(const std::vector<std::string>& args, const fs::path& cwd, const std::string& shell_prefix = "") {
     const fs::path err_file = cwd.parent_path() / "stderr.txt";
-    std::string command = "cd " + shell_quote(cwd.string()) + " && exec " + shell_quote(NORMNET_BINARY);
+    std::string command = (shell_prefix.empty() ? "" : shell_prefix + " && ") + "cd " + shell_quote(cwd.string()) +
+                          " && exec " + shell_quote(NORMNET_BINARY);
     for (const auto& a : args) command += " " + shell_quote(a);
     command += " 2>" + shell_quote(err_file.string()) + " </dev/null";
     RunResult r;
@@ -57,6 +66,96 @@ inline RunResult run_normnet(const std::vector<std::string>& args, const fs::pat
     std::ifstream in(err_file, std::ios::binary);
     r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     return r;
+}
+
+// A `normnet` process running in the background: its stdout comes through a pipe (read with
+// wait_for), its stderr goes to a file; it is killed and reaped when the handle goes away.
+class Process {
+public:
+    Process(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& err_file) {
+        std::vector<std::string> argv_text{NORMNET_BINARY};
+        argv_text.insert(argv_text.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (auto& a : argv_text) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        int pipe_fds[2];
+        REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+        const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        REQUIRE(err >= 0);
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {  // only async-signal-safe calls until exec
+            const int in = ::open("/dev/null", O_RDONLY);
+            if (::chdir(cwd.c_str()) != 0 || ::dup2(pipe_fds[1], 1) < 0 || ::dup2(err, 2) < 0 || ::dup2(in, 0) < 0) ::_exit(127);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+        ::close(pipe_fds[1]);
+        ::close(err);
+        out_ = pipe_fds[0];
+    }
+    ~Process() {
+        if (pid_ > 0 && status_ < 0) {
+            ::kill(pid_, SIGKILL);
+            wait();
+        }
+        if (out_ >= 0) ::close(out_);
+    }
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    pid_t pid() const { return pid_; }
+    /// Everything read from its stdout so far.
+    const std::string& output() const { return output_; }
+    /// Reads its stdout until `text` appears (true), it closes stdout, or `timeout_ms` pass (false).
+    bool wait_for(const std::string& text, int timeout_ms) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        while (output_.find(text) == std::string::npos) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0 || !read_some(static_cast<int>(left.count()))) return false;
+        }
+        return true;
+    }
+    void signal(int sig) const { ::kill(pid_, sig); }
+    /// Waits for it to end: its exit status, or 128 + the signal that killed it.
+    int wait() {
+        if (status_ >= 0) return status_;
+        while (read_some(-1)) {
+        }
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+        return status_;
+    }
+
+private:
+    // One read of stdout (waiting at most timeout_ms, -1: no limit); false at its end or on timeout.
+    bool read_some(int timeout_ms) {
+        if (out_ < 0) return false;
+        pollfd p{out_, POLLIN, 0};
+        if (::poll(&p, 1, timeout_ms) <= 0) return false;
+        char buffer[4096];
+        const ssize_t got = ::read(out_, buffer, sizeof buffer);
+        if (got <= 0) {
+            ::close(out_);
+            out_ = -1;
+            return false;
+        }
+        output_.append(buffer, static_cast<size_t>(got));
+        return true;
+    }
+
+    pid_t pid_ = -1;
+    int out_ = -1;
+    int status_ = -1;
+    std::string output_;
+};
+
+// `args` followed by `more`: a call with extra options.
+inline std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
 }
 
 // The comma-separated cells of one CSV line (no quoting: normnet's CSV files need none).
@@ -85,20 +184,22 @@ inline std::map<std::string, std::string> snapshot(const fs::path& dir) {
 
 inline std::string mnist_dir() { return std::string(NORMNET_SOURCE_DIR) + "/data/mnist"; }
 
+// True when data/mnist holds MNIST; tests that need it skip visibly (NORMNET_SKIP) otherwise.
 inline bool have_mnist() {
-    if (fs::exists(fs::path(mnist_dir()) / "train-images-idx3-ubyte") || fs::exists(fs::path(mnist_dir()) / "train-images-idx3-ubyte.gz")) {
-        return true;
-    }
-    WARN("MNIST not found in " << mnist_dir() << "; run data/fetch_mnist.sh to run this test");
-    return false;
+    return fs::exists(fs::path(mnist_dir()) / "train-images-idx3-ubyte") ||
+           fs::exists(fs::path(mnist_dir()) / "train-images-idx3-ubyte.gz");
 }
+#define NORMNET_REQUIRE_MNIST() \
+    if (!normnet::test::have_mnist()) NORMNET_SKIP("MNIST not found in " << normnet::test::mnist_dir() << " (run data/fetch_mnist.sh)")
 
 inline void put_u32(std::string& out, uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
 }
 
-// An MNIST-layout folder of random 28x28 images, for runs that do not need real digits.
-inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t test) {
+// An MNIST-layout folder of random 28x28 images, for runs that do not need real digits. Image i
+// has label i mod 10; with `learnable`, that label's tenth of the pixels is brighter, so that a
+// model can learn something.
+inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t test, bool learnable = false) {
     fs::create_directories(dir);
     std::mt19937 rng(1234);
     for (const auto& [prefix, n] : {std::pair<std::string, uint32_t>{"train", train}, {"t10k", test}}) {
@@ -107,7 +208,10 @@ inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t 
         put_u32(images, n);
         put_u32(images, 28);
         put_u32(images, 28);
-        for (uint32_t i = 0; i < n * 784; ++i) images.push_back(static_cast<char>(rng() % 256));
+        for (uint32_t i = 0; i < n * 784; ++i) {
+            const bool bright = learnable && (i % 784) / 79 == (i / 784) % 10;
+            images.push_back(static_cast<char>(learnable ? rng() % 100 + (bright ? 150 : 0) : rng() % 256));
+        }
         put_u32(labels, 0x801);
         put_u32(labels, n);
         for (uint32_t i = 0; i < n; ++i) labels.push_back(static_cast<char>(i % 10));

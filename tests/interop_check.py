@@ -131,7 +131,8 @@ def check_norm(norm, args, workdir, test_images, test_labels):
          "--quiet", "--out", out] + common)
     checkpoint = os.path.join(out, "model.safetensors")
     predictions_csv = os.path.join(out, "pred.csv")
-    eval_out = run([args.normnet, "eval", "--checkpoint", checkpoint, "--predictions", predictions_csv] + common)
+    eval_out = run([args.normnet, "eval", "--checkpoint", checkpoint, "--limit", str(args.limit),
+                    "--predictions", predictions_csv] + common)
 
     # The checkpoint: PyTorch's names, F32 everywhere except int64 num_batches_tracked.
     tensors, dtypes, metadata = read_safetensors(checkpoint)

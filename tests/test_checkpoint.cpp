@@ -4,6 +4,7 @@
 // normnet::Error naming the file, never a crash or a huge allocation.
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -219,20 +220,30 @@ TEST_CASE("checkpoint: a failed write throws naming the path and keeps the old f
         CHECK(threw);
         CHECK_THAT(message, Contains(path) && Contains("cannot write"));
     }
-    SECTION("the folder is not writable") {
-        if (geteuid() == 0) {
-            WARN("running as root, which ignores folder permissions: read-only folder case not tested");
-            return;
-        }
-        fs::permissions(dir.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
-                        fs::perm_options::remove);
-        CHECK_THROWS_WITH(normnet::save_safetensors(path, big), Contains(path));
-        fs::permissions(dir.path, fs::perms::owner_all, fs::perm_options::add);
-    }
     // Whatever happened, the old checkpoint is whole and no temporary file is left behind.
     CHECK(read_file(path) == old_bytes);
     CHECK(normnet::load_safetensors(path).metadata.at("version") == "old");
     CHECK(files_in(dir.path) == std::vector<std::string>{"model.safetensors"});
+}
+
+TEST_CASE("checkpoint: on a read-only disk (or folder) a write fails naming the path and keeps the old file", "[checkpoint]") {
+    TempDir dir;
+    // As root, folder permissions do not stop writes; a read-only file system does.
+    normnet::test::Tmpfs disk(dir.path / "disk", 1 << 20);
+    if (geteuid() == 0 && !disk.mounted) NORMNET_SKIP("cannot mount a tmpfs (no CAP_SYS_ADMIN?): read-only disk not tested");
+    const std::string path = (disk.path / "model.safetensors").string();
+    normnet::save(*batchnorm_model(1), path, {{"version", "old"}});
+    const std::string old_bytes = read_file(path);
+    if (disk.mounted) {
+        REQUIRE(disk.make_read_only());
+    } else {
+        fs::permissions(disk.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                        fs::perm_options::remove);
+    }
+    CHECK_THROWS_WITH(normnet::save_safetensors(path, {{"w", normnet::ones({4})}}),
+                      Contains("cannot write " + path) && Contains(disk.mounted ? "Read-only file system" : "Permission denied"));
+    CHECK(read_file(path) == old_bytes);
+    CHECK(files_in(disk.path) == std::vector<std::string>{"model.safetensors"});
 }
 
 TEST_CASE("checkpoint: saving over an existing file replaces it whole", "[checkpoint]") {
@@ -278,9 +289,11 @@ TEST_CASE("checkpoint: corrupt files are errors naming the file, never crashes",
         {"entry without dtype", safetensors_bytes(header_of(R"({"shape":[2],"data_offsets":[0,8]})"), f32x2),
          "corrupt safetensors header"},
         {"shape not a list", safetensors_bytes(header_of(R"({"dtype":"F32","shape":"2","data_offsets":[0,8]})"), f32x2),
-         "corrupt safetensors header"},
-        {"unknown dtype", safetensors_bytes(header_of(R"({"dtype":"BF16","shape":[4],"data_offsets":[0,8]})"), f32x2),
-         "unsupported dtype BF16"},
+         "\"shape\" that is not a list"},
+        {"unknown dtype", safetensors_bytes(header_of(R"({"dtype":"U8","shape":[8],"data_offsets":[0,8]})"), f32x2),
+         "unsupported dtype U8"},
+        {"invalid bool", safetensors_bytes(header_of(R"({"dtype":"BOOL","shape":[8],"data_offsets":[0,8]})"), f32x2),
+         "BOOL byte other than 0 or 1"},
         {"data offsets beyond the data", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[2],"data_offsets":[8,16]})"), f32x2),
          "data offsets outside the file"},
         {"data offsets reversed", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[0],"data_offsets":[8,0]})"), f32x2),
@@ -292,7 +305,7 @@ TEST_CASE("checkpoint: corrupt files are errors naming the file, never crashes",
         {"negative size", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})"), f32x2),
          "impossible shape"},
         {"2^40 elements in 8 bytes", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[1048576,1048576],"data_offsets":[0,8]})"), f32x2),
-         "impossible shape"},
+         "does not match its 8 bytes"},
         {"2^40 elements claimed with offsets to match",
          safetensors_bytes(header_of(R"({"dtype":"F32","shape":[1048576,1048576],"data_offsets":[0,4398046511104]})"), f32x2),
          "data offsets outside the file"},
@@ -308,6 +321,20 @@ TEST_CASE("checkpoint: corrupt files are errors naming the file, never crashes",
          safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
                            f32x2),
          "overlap or leave a gap"},
+        // JSON floats where integers belong are rejected, not truncated (issue 15, item 6).
+        {"fractional data offset", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8.5]})"), f32x2),
+         "non-integer \"data_offsets\" value 8.5"},
+        {"data offset written as a float", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[2],"data_offsets":[0.0,8]})"), f32x2),
+         "non-integer \"data_offsets\" value 0.0"},
+        {"data offset of 1e300", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[2],"data_offsets":[0,1e300]})"), f32x2),
+         "non-integer \"data_offsets\""},
+        {"shape of 1e300", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[1e300],"data_offsets":[0,8]})"), f32x2),
+         "non-integer \"shape\" value 1e+300"},
+        {"fractional shape", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[2.5],"data_offsets":[0,8]})"), f32x2),
+         "non-integer \"shape\" value 2.5"},
+        {"size of 2^64", safetensors_bytes(header_of(R"({"dtype":"F32","shape":[18446744073709551615,0],"data_offsets":[0,0]})"), ""),
+         "impossible shape"},
+        {"a tensor entry that is not an object", safetensors_bytes(header_of("[1, 2]"), f32x2), "is not a JSON object"},
         {"metadata not strings", safetensors_bytes(R"({"__metadata__":{"epoch":3},"t":)" + good_entry + "}", f32x2),
          "corrupt safetensors header"},
     };
@@ -368,4 +395,167 @@ TEST_CASE("checkpoint: module save() and load() helpers, and load_state_dict's k
         normnet::save(wider, dir / "wider.safetensors");
         CHECK_THROWS_WITH(normnet::load(*other, dir / "wider.safetensors"), Contains("0.weight") && Contains("[6, 5]"));
     }
+}
+
+TEST_CASE("checkpoint: an empty [2, 0] tensor at data_offsets [0, 0] loads", "[checkpoint]") {
+    TempDir dir;
+    const std::string path = dir / "empty.safetensors";
+    // Alone (the file has no data bytes at all), and between two tensors with data.
+    write_bytes(path, safetensors_bytes(R"({"e":{"dtype":"F32","shape":[2,0],"data_offsets":[0,0]}})", ""));
+    CHECK(normnet::load_safetensors(path).at("e").shape() == normnet::Shape{2, 0});
+    write_bytes(path, safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                        R"("e":{"dtype":"F32","shape":[2,0],"data_offsets":[4,4]},)"
+                                        R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                        raw_bytes(std::vector<float>{1.0f, 2.0f})));
+    const auto loaded = normnet::load_safetensors(path);
+    CHECK(loaded.at("e").shape() == normnet::Shape{2, 0});
+    CHECK(loaded.at("b").item() == 2.0f);
+    // What normnet writes for an empty tensor reads back the same.
+    normnet::save_safetensors(path, {{"e", normnet::zeros({2, 0})}});
+    CHECK(normnet::load_safetensors(path).at("e").shape() == normnet::Shape{2, 0});
+}
+
+namespace {
+
+// The float value of every binary16 / bfloat16 bit pattern, from the formats' definitions (not
+// from bit tricks like the reader's).
+float half_reference(uint16_t h) {
+    const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    const float s = sign ? -1.0f : 1.0f;
+    if (exponent == 0) return s * std::ldexp(static_cast<float>(mantissa) / 1024.0f, -14);
+    if (exponent == 31) return mantissa == 0 ? s * INFINITY : NAN;
+    return s * std::ldexp(1.0f + static_cast<float>(mantissa) / 1024.0f, exponent - 15);
+}
+float bfloat16_reference(uint16_t b) {
+    const int sign = b >> 15, exponent = (b >> 7) & 0xff, mantissa = b & 0x7f;
+    const float s = sign ? -1.0f : 1.0f;
+    if (exponent == 0) return s * std::ldexp(static_cast<float>(mantissa) / 128.0f, -126);
+    if (exponent == 255) return mantissa == 0 ? s * INFINITY : NAN;
+    return s * std::ldexp(1.0f + static_cast<float>(mantissa) / 128.0f, exponent - 127);
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: F16 and BF16 tensors load exactly into float32 (all 65,536 values each)", "[checkpoint]") {
+    TempDir dir;
+    std::vector<uint16_t> patterns(65536);
+    for (size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<uint16_t>(i);
+    const std::string data = raw_bytes(patterns);
+    const std::string path = dir / "half.safetensors";
+    write_bytes(path, safetensors_bytes(R"({"h":{"dtype":"F16","shape":[256,256],"data_offsets":[0,131072]},)"
+                                        R"("b":{"dtype":"BF16","shape":[65536],"data_offsets":[131072,262144]}})",
+                                        data + data));
+    const auto loaded = normnet::load_safetensors(path);
+    CHECK(loaded.dtypes.at("h") == "F16");
+    CHECK(loaded.dtypes.at("b") == "BF16");
+    CHECK(loaded.at("h").shape() == normnet::Shape{256, 256});
+    const auto h = loaded.at("h").to_vector(), b = loaded.at("b").to_vector();
+    int64_t wrong = 0;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+        const float eh = half_reference(patterns[i]), eb = bfloat16_reference(patterns[i]);
+        // Equal values with the same sign bit (so -0 stays -0); NaN stays NaN.
+        const auto same = [](float got, float want) {
+            return std::isnan(want) ? std::isnan(got) : got == want && std::signbit(got) == std::signbit(want);
+        };
+        wrong += !same(h[i], eh) + !same(b[i], eb);
+    }
+    CHECK(wrong == 0);
+    CHECK(h[0x3c00] == 1.0f);
+    CHECK(h[0x0001] == std::ldexp(1.0f, -24));  // the smallest subnormal
+    CHECK(h[0x7bff] == 65504.0f);
+    CHECK(b[0x3f80] == 1.0f);
+}
+
+TEST_CASE("checkpoint: load() accepts num_batches_tracked of shape [1], as PyTorch does", "[checkpoint]") {
+    TempDir dir;
+    const auto model = batchnorm_model(4);
+    NamedTensors state = model->state_dict();
+    for (auto& [name, t] : state) {
+        if (name == "2.num_batches_tracked") t = normnet::from_vector({3.0f}, {1});
+    }
+    const std::string path = dir / "old.safetensors";
+    normnet::save_safetensors(path, state);
+    REQUIRE(normnet::load_safetensors(path).at("2.num_batches_tracked").shape() == normnet::Shape{1});
+    const auto other = batchnorm_model(5);
+    normnet::load(*other, path);
+    require_same_state(other->state_dict(), model->state_dict());
+    CHECK(normnet::find_tensor(other->state_dict(), "2.num_batches_tracked").shape() == normnet::Shape{});
+    // Only a one-element list stands for a scalar.
+    for (auto& [name, t] : state) {
+        if (name == "2.num_batches_tracked") t = normnet::from_vector({3.0f, 4.0f}, {2});
+    }
+    normnet::save_safetensors(path, state);
+    CHECK_THROWS_WITH(normnet::load(*other, path), Contains("size mismatch for 2.num_batches_tracked"));
+}
+
+TEST_CASE("checkpoint: load() that fails leaves the module unchanged", "[checkpoint]") {
+    TempDir dir;
+    const auto model = batchnorm_model(6);
+    const auto other = batchnorm_model(7);
+    NamedTensors before;
+    for (const auto& [name, t] : other->state_dict()) before.emplace_back(name, t.clone());
+    const auto require_unchanged = [&] { require_same_state(other->state_dict(), before); };
+
+    // Every tensor but the last matches, so a loader copying as it checks would change the
+    // first layers before failing.
+    NamedTensors state = model->state_dict();
+    SECTION("a wrong shape in the last tensor") {
+        state.back().second = normnet::ones({5});
+        normnet::save_safetensors(dir / "bad.safetensors", state);
+        CHECK_THROWS_WITH(normnet::load(*other, dir / "bad.safetensors"), Contains("3.bias") && Contains("[5]"));
+        require_unchanged();
+    }
+    SECTION("a missing last tensor") {
+        state.pop_back();
+        normnet::save_safetensors(dir / "bad.safetensors", state);
+        CHECK_THROWS_WITH(normnet::load(*other, dir / "bad.safetensors"), Contains("missing key \"3.bias\""));
+        require_unchanged();
+    }
+    SECTION("an extra tensor") {
+        state.emplace_back("4.weight", normnet::ones({1}));
+        normnet::save_safetensors(dir / "bad.safetensors", state);
+        CHECK_THROWS_WITH(normnet::load(*other, dir / "bad.safetensors"), Contains("unexpected key \"4.weight\""));
+        require_unchanged();
+    }
+}
+
+TEST_CASE("checkpoint: temporaries of dead writers are removed, those of live ones kept", "[checkpoint]") {
+    TempDir dir;
+    // A pid that has certainly exited (its child reaped), and one that is alive.
+    const pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    REQUIRE(dead > 0);
+    REQUIRE(waitpid(dead, nullptr, 0) == dead);
+    const pid_t alive = fork();
+    if (alive == 0) {
+        pause();
+        _exit(0);
+    }
+    REQUIRE(alive > 0);
+    const auto tmp = [](pid_t pid) { return ".tmp" + std::to_string(pid); };
+    for (const std::string& name : {"model.safetensors" + tmp(dead), "metrics.csv" + tmp(dead),
+                                    "model.safetensors" + tmp(alive), "model.safetensors" + tmp(getpid()),
+                                    std::string("notes.tmp"), std::string("x.tmp12a"), std::string("model.safetensors")}) {
+        write_bytes(dir / name, "x");
+    }
+    const int removed = normnet::remove_stale_temporaries(dir.path.string());
+    kill(alive, SIGKILL);
+    waitpid(alive, nullptr, 0);
+    CHECK(removed == 2);
+    std::vector<std::string> kept{"model.safetensors" + tmp(alive), "model.safetensors" + tmp(getpid()), "model.safetensors",
+                                  "notes.tmp", "x.tmp12a"};
+    std::sort(kept.begin(), kept.end());
+    CHECK(files_in(dir.path) == kept);
+    CHECK(normnet::remove_stale_temporaries((dir.path / "missing").string()) == 0);
+}
+
+TEST_CASE("checkpoint: write_file_atomic replaces whole files and leaves no temporary on failure", "[checkpoint]") {
+    TempDir dir;
+    const std::string path = dir / "a.txt";
+    normnet::write_file_atomic(path, "first");
+    normnet::write_file_atomic(path, "second");
+    CHECK(read_file(path) == "second");
+    fs::create_directories(dir.path / "folder");
+    CHECK_THROWS_WITH(normnet::write_file_atomic(dir / "folder", "x"), Contains(dir / "folder") && Contains("cannot write"));
+    CHECK(files_in(dir.path) == std::vector<std::string>{"a.txt", "folder"});
 }

@@ -1,6 +1,7 @@
 // `normnet compare` on a tiny grid (2 normalisations x 2 batch sizes x 1 epoch): every output
 // file exists with the right columns, the SVG charts are well-formed XML, LayerNorm's train/eval
-// discrepancy is exactly zero and eval mode gives the same accuracy one sample at a time.
+// discrepancy is exactly zero and eval mode gives the same accuracy one sample at a time; the
+// report describes the grid that ran; existing outputs are kept; `normnet bench`'s header.
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
@@ -79,4 +80,72 @@ TEST_CASE("compare: bad options exit with status 2 and write nothing", "[compare
         CHECK_THAT(r.err, Catch::StartsWith("normnet: error: "));
         CHECK_FALSE(fs::exists(dir / "cmp"));
     }
+}
+
+TEST_CASE("compare: the report describes the grid that ran; seeds get a column and error bars", "[compare]") {
+    TempDir dir;
+    write_synthetic_mnist(dir.path / "data", 300, 100);
+    // Spaces after the commas, as in --hidden.
+    const auto r = run_normnet({"compare", "--data", (dir.path / "data").string(), "--norms", "layer, none",
+                                "--batch-sizes", "32, 64", "--epochs", "2", "--seeds", "2", "--hidden", "16",
+                                "--threads", "1", "--discrepancy-images", "100", "--out", dir / "cmp"},
+                               dir.work());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("2 seeds, 2 epochs each, 8 runs"));
+    const fs::path out = dir / "cmp";
+    const std::string report = read_file(out / "report.md");
+    CHECK_THAT(report, Contains("Model 784-16-10 MLP with each normalisation"));
+    CHECK_THAT(report, !Contains("784-16-10 layer") && !Contains("\"batch_size\"") && !Contains("\"norm\""));
+    CHECK_THAT(report, Contains("\"norms\": [\n    \"layer\",\n    \"none\"\n  ]") && Contains("\"seeds\": [\n    0,\n    1\n  ]"));
+    // One row per run in the single-sample table, told apart by their seed.
+    CHECK_THAT(report, Contains("| normalisation | batch | seed |"));
+    CHECK_THAT(report, Contains("| LayerNorm | 32 | 0 |") && Contains("| LayerNorm | 32 | 1 |"));
+    // The curves: one line per cell, the seeds' mean with error bars, epochs as whole numbers.
+    const std::string curves = read_file(out / "test_acc_curves.svg");
+    CHECK(svg_problem(curves).empty());
+    CHECK_THAT(curves, Contains("class=\"error-bars\"") && Contains("mean ± std over 2 seeds"));
+    CHECK_THAT(curves, Contains(">LayerNorm, batch 32<") && !Contains("seed 1"));
+    for (const char* fraction : {">1.2<", ">1.5<", ">1.8<"}) CHECK_THAT(curves, !Contains(fraction));
+}
+
+TEST_CASE("compare: an existing output is refused unless --overwrite; bad grids are usage errors", "[compare]") {
+    TempDir dir;
+    write_synthetic_mnist(dir.path / "data", 200, 50);
+    const std::vector<std::string> run{"compare", "--data", (dir.path / "data").string(), "--norms", "layer",
+                                       "--batch-sizes", "64", "--epochs", "1", "--hidden", "8", "--threads", "1",
+                                       "--discrepancy-images", "50"};
+    // --out naming a file: one line, no filesystem exception text.
+    const std::string file = dir / "a_file";
+    std::ofstream(file) << "x";
+    auto e = run_normnet(with(run, {"--out", file}), dir.work());
+    CHECK(e.status == 1);
+    CHECK_THAT(e.err, Catch::StartsWith("normnet: error: --out " + file) && !Contains("filesystem"));
+    REQUIRE(run_normnet(with(run, {"--out", dir / "cmp"}), dir.work()).status == 0);
+    const std::string before = read_file(fs::path(dir / "cmp") / "results.csv");
+    e = run_normnet(with(run, {"--out", dir / "cmp"}), dir.work());
+    CHECK(e.status == 1);
+    CHECK_THAT(e.err, Contains("already holds") && Contains("--overwrite"));
+    CHECK(read_file(fs::path(dir / "cmp") / "results.csv") == before);
+    CHECK(run_normnet(with(run, {"--out", dir / "cmp", "--overwrite"}), dir.work()).status == 0);
+    // BatchNorm at batch size 1 is refused before anything runs.
+    e = run_normnet({"compare", "--norms", "layer,batch", "--batch-sizes", "1,4", "--out", dir / "bn"}, dir.work());
+    CHECK(e.status == 2);
+    CHECK_THAT(e.err, Contains("--batch-size 1") && Contains("BatchNorm"));
+    CHECK_FALSE(fs::exists(dir / "bn"));
+}
+
+TEST_CASE("bench: the header names the norms that run, and its options their own names", "[compare][bench]") {
+    TempDir dir;
+    write_synthetic_mnist(dir.path / "data", 64, 10);
+    const auto r = run_normnet({"bench", "--data", (dir.path / "data").string(), "--batch-sizes", "32", "--norms", "rms",
+                                "--epochs", "1", "--warmup-epochs", "0", "--hidden", "16", "--threads", "1"},
+                               dir.work());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("normnet bench: 784-16-10 MLP, norms rms,") && Contains("1 thread,") &&
+                          Contains("0 warm-up + 1 timed epoch per row") && !Contains("layer"));
+    const auto zero = run_normnet({"bench", "--epochs", "0"}, dir.work());
+    CHECK(zero.status == 2);
+    CHECK_THAT(zero.err, Contains("--epochs") && !Contains("--repeats"));
 }

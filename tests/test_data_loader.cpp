@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -314,4 +315,69 @@ TEST_CASE("data loader: bad options throw normnet::Error saying what is wrong", 
     Batch batch;
     CHECK_THROWS_WITH(loader.fill(3, batch), Contains("batch 3 out of range (3 batches)"));
     CHECK_THROWS_AS(loader.fill(-1, batch), Error);
+}
+
+TEST_CASE("data loader: a batch size near INT64_MAX gives one batch, without overflow", "[data]") {
+    const auto data = synthetic(10);
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    for (const bool drop_last : {false, true}) {
+        DataLoader loader(data, DataLoaderOptions{.batch_size = huge, .drop_last = drop_last});
+        CHECK(loader.num_batches() == (drop_last ? 0 : 1));
+        CHECK(epoch_order(loader) == (drop_last ? std::vector<int64_t>{} : identity(10)));
+    }
+    DataLoader loader(data, DataLoaderOptions{.batch_size = huge - 1});
+    CHECK(loader.num_batches() == 1);
+}
+
+TEST_CASE("data loader: ranks take contiguous slices of every global batch, which together are the single-process batch",
+          "[data][dist]") {
+    const int64_t n = 23;  // 23 = 2 batches of 8 and a partial one of 7
+    std::vector<float> x;
+    for (int64_t i = 0; i < n; ++i) x.push_back(float(i));
+    const normnet::Tensor inputs = normnet::from_vector(x, {n, 1});
+    const DataLoaderOptions one{.batch_size = 8, .shuffle = true, .seed = 5};
+    for (int64_t world : {2, 4}) {
+        INFO("world " << world);
+        DataLoader single(inputs, inputs, one);
+        std::vector<DataLoader> ranks;
+        for (int64_t r = 0; r < world; ++r) {
+            DataLoaderOptions o = one;
+            o.num_replicas = world;
+            o.rank = r;
+            ranks.emplace_back(inputs, inputs, o);
+            CHECK(ranks.back().num_batches() == single.num_batches());
+        }
+        single.begin();
+        for (auto& r : ranks) r.begin();
+        for (int64_t b = 0; b < single.num_batches(); ++b) {
+            Batch whole, part;
+            single.fill(b, whole);
+            std::vector<float> joined;
+            double shares = 0.0;
+            for (auto& r : ranks) {
+                r.fill(b, part);
+                for (float v : part.inputs.to_vector()) joined.push_back(v);
+                shares += r.share(b);
+            }
+            CHECK(joined == whole.inputs.to_vector());
+            CHECK(std::abs(shares - 1.0) < 1e-12);
+        }
+        // The partial last batch of 7 rows: with 4 ranks of 2, the last rank gets one row.
+        Batch last;
+        ranks.back().fill(2, last);
+        CHECK(last.size() == (world == 2 ? 3 : 1));
+    }
+    // 5 rows, batches of 4 over 4 ranks: the second batch (one row) leaves ranks 1..3 empty.
+    DataLoader empty_rank(normnet::zeros({5, 3}), normnet::zeros({5, 1}),
+                          DataLoaderOptions{.batch_size = 4, .num_replicas = 4, .rank = 2});
+    empty_rank.begin();
+    Batch nothing;
+    empty_rank.fill(1, nothing);
+    CHECK(nothing.size() == 0);
+    CHECK(nothing.inputs.shape() == normnet::Shape{0, 3});
+    CHECK(empty_rank.share(1) == 0.0);
+    CHECK_THROWS_WITH(DataLoader(inputs, inputs, DataLoaderOptions{.batch_size = 6, .num_replicas = 4}),
+                      Contains("batch_size 6 does not divide by num_replicas 4"));
+    CHECK_THROWS_WITH(DataLoader(inputs, inputs, DataLoaderOptions{.batch_size = 8, .num_replicas = 2, .rank = 2}),
+                      Contains("rank 2"));
 }

@@ -100,7 +100,7 @@ TEST_CASE("golden: cross_entropy, log_softmax, mse_loss", "[golden][loss]") {
     l.backward();
     require_close(in.grad(), g.at("mse.dinput"), 1e-5, "mse.dinput");
     CHECK_THROWS_WITH(cross_entropy(zeros({2, 3}), test::labels_of({0, 3})),
-                      Catch::Contains("target 3 at row 1 is out of bounds for 3 classes"));
+                      Catch::Contains("target 3 at index 1 is out of bounds for 3 classes"));
     CHECK_THROWS_WITH(cross_entropy(zeros({2, 3}), test::labels_of({0})),
                       Catch::Contains("target of shape [1] does not match logits of shape [2, 3]"));
     CHECK_THROWS_WITH(cross_entropy(zeros({2, 3}), zeros({2})),

@@ -1,10 +1,13 @@
 // Helpers shared by the tests: golden-file paths and tensor comparisons with useful messages.
 #pragma once
 
+#include <sys/mount.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +19,18 @@
 #include "normnet/normnet.hpp"
 
 namespace normnet::test {
+
+/// Ends the current test case as skipped: ctest reports a test whose output has this marker as
+/// "Skipped" (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt), never as passed. For tests that
+/// need data, a tool or a privilege the machine lacks.
+#define NORMNET_SKIP(reason)                                              \
+    do {                                                                  \
+        std::ostringstream normnet_skip_reason;                           \
+        normnet_skip_reason << reason;                                    \
+        std::printf("NORMNET_SKIP: %s\n", normnet_skip_reason.str().c_str()); \
+        std::fflush(stdout);                                              \
+        return;                                                           \
+    } while (0)
 
 /// Path of a committed PyTorch golden file (tests/golden/).
 inline std::string golden_path(const std::string& file) { return std::string(NORMNET_TEST_DIR) + "/golden/" + file; }
@@ -85,6 +100,24 @@ struct ScratchDir {
     ScratchDir(const ScratchDir&) = delete;
     ScratchDir& operator=(const ScratchDir&) = delete;
     std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+/// A small tmpfs mounted on `path` for the lifetime of the object (a full or read-only disk on
+/// demand); needs root, so `mounted` says whether it worked.
+struct Tmpfs {
+    std::filesystem::path path;
+    bool mounted = false;
+    Tmpfs(std::filesystem::path where, size_t bytes) : path(std::move(where)) {
+        std::filesystem::create_directories(path);
+        mounted = ::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) == 0;
+    }
+    /// Makes it read-only (what is on it stays readable).
+    bool make_read_only() const { return ::mount(nullptr, path.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0; }
+    ~Tmpfs() {
+        if (mounted) ::umount2(path.c_str(), MNT_DETACH);
+    }
+    Tmpfs(const Tmpfs&) = delete;
+    Tmpfs& operator=(const Tmpfs&) = delete;
 };
 
 /// The whole content of a file ("" when it cannot be read).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -598,6 +599,18 @@ TEST_CASE("optim: LRScheduler sets the lr on construction, on step() and on set_
     CHECK_THROWS_WITH(sched.lr_at(-1), Catch::Contains("-1"));
     CHECK_THROWS_AS(sched.set_position(-1), Error);
     CHECK(sched.position() == 8);
+}
+
+TEST_CASE("optim: LRScheduler positions near INT64_MAX do not overflow", "[optim][schedule]") {
+    Tensor p = zeros({1}).requires_grad_();
+    SGD opt({p}, {.lr = 0.5});
+    const int64_t last = std::numeric_limits<int64_t>::max();
+    LRScheduler sched(opt, {.schedule = Schedule::cosine, .total_steps = last, .warmup_steps = last - 1});
+    CHECK(sched.lr_at(last - 2) == Approx(0.5));  // (t + 1) / warmup without overflow
+    sched.set_position(last);
+    CHECK(opt.lr() == Approx(0.0).margin(1e-12));
+    CHECK_THROWS_WITH(sched.step(), Catch::Contains("cannot step past"));
+    CHECK(sched.position() == last);
 }
 
 TEST_CASE("optim: cosine reaches eta_min at total_steps and stays there", "[optim][schedule]") {

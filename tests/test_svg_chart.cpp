@@ -1,16 +1,13 @@
 // Tests of the SVG chart writer used by `normnet compare`, and of the XML checker the tests use to
 // make sure every chart parses: well-formed output for every edge case, escaping, ticks, legend,
-// and the atomic file write.
+// and whole-number ticks for counts.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <regex>
-#include <sstream>
 
 #include "normnet/error.hpp"
 #include "svg_chart.hpp"
@@ -136,6 +133,20 @@ TEST_CASE("linear x axis gets 1-2-5 ticks", "[svg_chart]") {
     CHECK(error_bar_lines(svg) == 0);  // none asked for
 }
 
+TEST_CASE("integer_x: an axis of epochs gets whole-number ticks only", "[svg_chart]") {
+    for (const std::vector<double>& epochs : {std::vector<double>{1, 2}, std::vector<double>{1, 2, 3, 4}}) {
+        const Series s{"acc", epochs, std::vector<double>(epochs.size(), 0.9), {}};
+        const std::string svg = line_chart_svg({s}, {.x_label = "epoch", .integer_x = true});
+        require_clean_svg(svg);
+        INFO(epochs.size() << " epochs");
+        for (double e : epochs) CHECK(has_text(svg, std::to_string(static_cast<int>(e))));
+        for (const char* fraction : {"1.5", "2.5", "0.5", "1.2"}) CHECK_FALSE(has_text(svg, fraction));
+    }
+    // Without it, the same two points get 1-2-5 steps between them.
+    const Series s{"acc", {1, 2}, {0.9, 0.9}, {}};
+    CHECK(has_text(line_chart_svg({s}, {.x_label = "epoch"}), "1.2"));
+}
+
 TEST_CASE("log x axis with many values uses powers of ten", "[svg_chart]") {
     Series s{"time", {}, {}, {}};
     for (double x = 1; x <= 4096; x *= 2) s.x.push_back(x), s.y.push_back(1.0 / x);
@@ -222,28 +233,4 @@ TEST_CASE("bad chart input throws normnet::Error", "[svg_chart]") {
     CHECK_THROWS_AS(line_chart_svg({}, {.y_min = 1.0, .y_max = 0.5}), normnet::Error);
     CHECK_THROWS_AS(line_chart_svg({}, {.y_min = kNaN}), normnet::Error);
     CHECK_THROWS_WITH(line_chart_svg({}, {.width = 10}), Catch::Contains("too small"));
-}
-
-TEST_CASE("write_text_file_atomic writes, replaces and reports failures", "[svg_chart]") {
-    namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / "normnet_test_svg_chart";
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    const std::string path = (dir / "chart.svg").string();
-    auto read = [](const std::string& p) {
-        std::ifstream in(p, std::ios::binary);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return ss.str();
-    };
-
-    normnet::cli::write_text_file_atomic(path, "first");
-    normnet::cli::write_text_file_atomic(path, "second");
-    CHECK(read(path) == "second");
-    CHECK_FALSE(fs::exists(path + ".tmp"));
-
-    const std::string missing = (dir / "no_such_dir" / "chart.svg").string();
-    CHECK_THROWS_WITH(normnet::cli::write_text_file_atomic(missing, "x"), Catch::Contains(missing));
-    CHECK(read(path) == "second");  // a failed write loses nothing
-    fs::remove_all(dir);
 }

@@ -3,7 +3,8 @@
 // usage errors and 1 for the rest, and creates nothing; a good run writes its four files; eval
 // prints accuracy and the confusion matrix; a resumed run ends bit for bit where a straight one
 // does; and a 2,000-image run reaches a stated accuracy. Runs that need no real data use a tiny
-// synthetic MNIST-layout folder; the others skip (WARN) when data/mnist is absent.
+// synthetic MNIST-layout folder; the others skip visibly (ctest: Skipped) when data/mnist is absent.
+#include <pty.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -23,6 +24,8 @@
 #include "normnet/normnet.hpp"
 #include "cli_helpers.hpp"
 #include "test_helpers.hpp"
+#include "progress.hpp"
+#include "run_folder.hpp"
 #include "trainer.hpp"
 
 namespace fs = std::filesystem;
@@ -54,11 +57,6 @@ void require_error(const TempDir& dir, const std::vector<std::string>& args, int
     for (const auto& m : mentions) CHECK_THAT(r.err, Contains(m));
     CHECK(r.out.empty());
     CHECK(snapshot(dir.work()) == before);
-}
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-    args.insert(args.end(), more.begin(), more.end());
-    return args;
 }
 
 // Bit-for-bit equality of two safetensors files' tensors (names, order, shapes, bits).
@@ -215,17 +213,20 @@ TEST_CASE("cli: a missing, corrupt or mismatched checkpoint exits with status 1 
     }
     require_error(dir, {"eval", "--checkpoint", dir.work().string(), "--data", data.string()}, 1, {dir.work().string()});
 
-    // Metadata that promises another architecture than the tensors hold.
-    const std::string lying = dir / "ckpt2/model.safetensors";
-    {
+    // Metadata that promises another architecture than the tensors hold: a bigger one is refused
+    // before the model is built (the file cannot hold it), a smaller one when loading it.
+    for (const auto& [hidden, says] : {std::pair<std::string, std::string>{"32", "the file holds only 12762 values"},
+                                       std::pair<std::string, std::string>{"8", "0.weight"}}) {
+        const std::string lying = dir / ("lying" + hidden + "/model.safetensors");
         auto saved = normnet::load_safetensors(model);
-        saved.metadata["normnet.architecture"] = R"({"type":"mlp","inputs":784,"hidden":[32],"classes":10,"norm":"layer"})";
-        fs::create_directories(dir / "ckpt2");
+        saved.metadata["normnet.architecture"] =
+            R"({"type":"mlp","inputs":784,"hidden":[)" + hidden + R"(],"classes":10,"norm":"layer"})";
+        fs::create_directories(fs::path(lying).parent_path());
         normnet::save_safetensors(lying, saved.tensors, saved.metadata);
-        fs::copy_file(dir / "ckpt/training_state.safetensors", dir / "ckpt2/training_state.safetensors");
+        fs::copy_file(dir / "ckpt/training_state.safetensors", fs::path(lying).parent_path() / "training_state.safetensors");
+        require_error(dir, {"eval", "--checkpoint", lying, "--data", data.string()}, 1, {lying, says});
+        require_error(dir, with(resume, {"--resume", lying, "--out", out}), 1, {lying, says});
     }
-    require_error(dir, {"eval", "--checkpoint", lying, "--data", data.string()}, 1, {lying, "0.weight"});
-    require_error(dir, with(resume, {"--resume", lying, "--out", out}), 1, {lying, "0.weight"});
 
     // --resume with another architecture than the checkpoint's: nothing is written, not even
     // into the checkpoint's own folder (the default output of a resumed run).
@@ -249,7 +250,7 @@ TEST_CASE("cli: a missing, corrupt or mismatched checkpoint exits with status 1 
 }
 
 TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and eval reads them", "[cli]") {
-    if (!have_mnist()) return;
+    NORMNET_REQUIRE_MNIST();
     TempDir dir;
     const std::string run = dir / "runs/first";
     const RunResult r = run_normnet({"train", "--data", mnist_dir(), "--limit", "2000", "--epochs", "1", "--threads", "2",
@@ -304,7 +305,7 @@ TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and 
     SECTION("eval prints the accuracy and a 10x10 confusion matrix") {
         const std::string predictions = dir / "pred.csv";
         const RunResult e = run_normnet({"eval", "--checkpoint", (fs::path(run) / "model.safetensors").string(), "--data", mnist_dir(),
-                                         "--threads", "2", "--predictions", predictions},
+                                         "--threads", "2", "--limit", "2000", "--predictions", predictions},
                                         dir.work());
         INFO("stderr: " << e.err << "\nstdout: " << e.out);
         REQUIRE(e.status == 0);
@@ -316,7 +317,7 @@ TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and 
         REQUIRE(accuracy_line != lines.end());
         long long correct = -1, count = -1;
         REQUIRE(std::sscanf(accuracy_line->c_str() + accuracy_line->find('(') + 1, "%lld/%lld", &correct, &count) == 2);
-        CHECK(count == 2000);  // the checkpoint's --limit applies to the test set too
+        CHECK(count == 2000);  // eval's own --limit: the same test images as training's last evaluation
         // The accuracy matches what training measured after its last epoch.
         CHECK(static_cast<double>(correct) / static_cast<double>(count) == Approx(row[4]).margin(1e-6));
 
@@ -369,7 +370,7 @@ TEST_CASE("cli: train writes metrics.csv, config.json and both checkpoints, and 
 }
 
 TEST_CASE("cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for bit", "[cli][resume]") {
-    if (!have_mnist()) return;
+    NORMNET_REQUIRE_MNIST();
     TempDir dir;
     struct Variant {
         const char* name;
@@ -426,7 +427,7 @@ TEST_CASE("cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for bit",
 }
 
 TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 85% test accuracy", "[cli][smoke]") {
-    if (!have_mnist()) return;
+    NORMNET_REQUIRE_MNIST();
     // In process, through the Trainer the command drives; measured: 87.70% (1 and 2 threads).
     normnet::cli::RunConfig config;
     config.data_dir = mnist_dir();
@@ -442,7 +443,7 @@ TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 8
     normnet::cli::EpochMetrics last;
     double previous_loss = INFINITY;
     for (int e = 0; e < 5; ++e) {
-        last = trainer.run_epoch();
+        last = trainer.run_epoch().value();
         CHECK(last.epoch == e + 1);
         CHECK(last.train_loss < previous_loss);  // training makes progress every epoch
         previous_loss = last.train_loss;
@@ -452,4 +453,290 @@ TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 8
     const auto e = trainer.evaluate(*test);
     CHECK(e.count == 2000);
     CHECK(e.accuracy == last.test_acc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 15: hostile numbers, sizes, and the command line's rough edges
+
+TEST_CASE("cli: numbers from options are range-checked before any arithmetic", "[cli][hostile]") {
+    TempDir dir;
+    write_synthetic_mnist(dir.path / "data", 64, 20);
+    const std::vector<std::string> train{"train", "--data", (dir.path / "data").string(), "--out", dir / "run", "--threads", "1"};
+    const std::string huge = "9223372036854775807";
+    require_error(dir, with(train, {"--batch-size", huge}), 2, {"--batch-size", huge});
+    require_error(dir, with(train, {"--epochs", huge}), 2, {"--epochs", huge});
+    require_error(dir, with(train, {"--warmup", huge}), 2, {"--warmup"});
+    require_error(dir, with(train, {"--limit", "-5"}), 2, {"--limit", ">= 0"});
+    require_error(dir, with(train, {"--seed", "-1"}), 2, {"--seed", ">= 0"});
+    for (const char* option : {"--lr", "--momentum", "--weight-decay", "--clip"}) {
+        for (const char* value : {"inf", "nan"}) require_error(dir, with(train, {option, value}), 2, {option});
+    }
+    require_error(dir, with(train, {"--hidden", "99999999999"}), 2, {"--hidden", "too large"});
+    require_error(dir, with(train, {"--hidden", "100000,100000"}), 2, {"--hidden", "10079600010 parameters"});
+}
+
+TEST_CASE("cli: checkpoint metadata with floats, huge or negative numbers is an error naming it", "[cli][hostile]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    const std::string model = dir / "ckpt/model.safetensors";
+    REQUIRE(run_normnet(tiny_run(data.string(), dir / "ckpt"), dir.work()).status == 0);
+    const auto good = normnet::load_safetensors(model);
+    const auto state = normnet::load_safetensors(dir / "ckpt/training_state.safetensors");
+    struct Case {
+        const char* key;
+        std::string from, to;
+        const char* says;
+        bool in_state = false;
+    };
+    const std::vector<Case> cases{
+        {"normnet.config", "\"epochs\":1", "\"epochs\":1e300", "\"epochs\" is not an integer"},
+        {"normnet.config", "\"batch_size\":32", "\"batch_size\":2.5", "\"batch_size\" is not an integer"},
+        {"normnet.config", "\"threads\":1", "\"threads\":10000000000", "\"threads\" is not an integer"},
+        {"normnet.config", "\"lr\":0.002", "\"lr\":\"fast\"", "\"lr\" is not a number"},
+        {"normnet.architecture", "\"hidden\":[16]", "\"hidden\":[1e300]", "layer size 1e+300"},
+        {"normnet.architecture", "\"hidden\":[16]", "\"hidden\":[-16]", "layer size -16"},
+        {"normnet.epoch", "1", "-1", "malformed number '-1'"},
+        {"normnet.epoch", "1", "99999999999999999999999", "malformed number"},
+        {"normnet.scheduler_position", "", "9223372036854775807", "malformed number", true},
+        {"normnet.rng_state", "", "1 2 3", "malformed RNG state", true},
+        {"normnet.history", "", "[[1,0.5,0.5,0.5,0.5,0.002]]", "normnet.history", true},
+    };
+    for (const Case& c : cases) {
+        INFO(c.key << ": " << c.to);
+        // A copy of the checkpoint folder with one metadata value changed (the pair kept matching).
+        const fs::path copy = dir.path / "work" / "bad";
+        fs::remove_all(copy);
+        fs::create_directories(copy);
+        auto m = good;
+        auto s = state;
+        auto& text = (c.in_state ? s : m).metadata.at(c.key);
+        if (c.from.empty()) {
+            text = c.to;
+        } else {
+            REQUIRE(text.find(c.from) != std::string::npos);
+            text.replace(text.find(c.from), c.from.size(), c.to);
+        }
+        normnet::cli::CheckpointContents contents{m.tensors, s.tensors, m.metadata, s.metadata};
+        normnet::cli::commit_checkpoint(copy.string(), contents);
+        const std::string bad_model = (copy / "model.safetensors").string();
+        const std::string bad_file = (copy / (c.in_state ? "training_state.safetensors" : "model.safetensors")).string();
+        require_error(dir, {"train", "--data", data.string(), "--epochs", "3", "--threads", "1", "--quiet", "--resume",
+                            bad_model, "--out", dir / "resumed"},
+                      1, {bad_file, c.says});
+        if (!c.in_state && std::string(c.key) != "normnet.epoch") {
+            require_error(dir, {"eval", "--checkpoint", bad_model, "--data", data.string()}, 1, {bad_model, c.says});
+        }
+    }
+}
+
+TEST_CASE("cli: metadata promising huge layers is refused before the model is built", "[cli][hostile]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    REQUIRE(run_normnet(tiny_run(data.string(), dir / "ckpt"), dir.work()).status == 0);
+    // A 50 kB file describing 784-1000000-10: 785 million parameters, 3 GB as float32.
+    auto saved = normnet::load_safetensors(dir / "ckpt/model.safetensors");
+    saved.metadata["normnet.architecture"] = R"({"type":"mlp","inputs":784,"hidden":[1000000],"classes":10,"norm":"layer"})";
+    const std::string forged = dir / "forged.safetensors";
+    normnet::save_safetensors(forged, saved.tensors, saved.metadata);
+    // With 2 GB of address space, building the model first would end in std::bad_alloc.
+    const RunResult r = run_normnet({"eval", "--checkpoint", forged, "--data", data.string()}, dir.work(), "ulimit -v 2000000");
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Contains(forged) && Contains("795000010 parameters") && Contains("holds only"));
+    CHECK(lines_of(r.err).size() == 1);
+}
+
+TEST_CASE("cli: --out refuses a folder holding a run unless --resume or --overwrite", "[cli]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    const std::string run = dir / "run";
+    REQUIRE(run_normnet(tiny_run(data.string(), run), dir.work()).status == 0);
+    // A second run into the same folder: refused, and nothing in it changes.
+    require_error(dir, tiny_run(data.string(), run), 1, {"--out " + run, "already holds", "--overwrite", "--resume " + run});
+    // --overwrite replaces it (with a run of another seed).
+    const RunResult r = run_normnet(with(tiny_run(data.string(), run), {"--overwrite", "--seed", "5"}), dir.work());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(lines_of(read_file(fs::path(run) / "metrics.csv")).size() == 2);
+    CHECK(nlohmann::json::parse(read_file(fs::path(run) / "config.json")).at("seed") == 5);
+    // What a run that never finished an epoch leaves (config.json, a header-only metrics.csv)
+    // holds nothing to lose: a new run may use the folder.
+    const std::string leftovers = dir / "leftovers";
+    fs::create_directories(leftovers);
+    std::ofstream(fs::path(leftovers) / "config.json") << "{}";
+    std::ofstream(fs::path(leftovers) / "metrics.csv") << "epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n";
+    CHECK(run_normnet(tiny_run(data.string(), leftovers), dir.work()).status == 0);
+}
+
+TEST_CASE("cli: eval reads the whole split unless --limit, and accepts a run folder", "[cli]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    const std::string run = dir / "run";
+    REQUIRE(run_normnet(with(tiny_run(data.string(), run), {"--limit", "10"}), dir.work()).status == 0);
+    const RunResult all = run_normnet({"eval", "--checkpoint", run, "--data", data.string(), "--threads", "1"}, dir.work());
+    INFO(all.err);
+    REQUIRE(all.status == 0);
+    CHECK_THAT(all.out, Contains("test: 20 images"));  // not the training run's --limit 10
+    const RunResult some = run_normnet({"eval", "--checkpoint", run, "--data", data.string(), "--limit", "7"}, dir.work());
+    CHECK_THAT(some.out, Contains("test: 7 images"));
+    require_error(dir, {"eval", "--checkpoint", run, "--limit", "-1"}, 2, {"--limit"});
+}
+
+TEST_CASE("cli: --resume takes a run folder, and the best accuracy covers the epochs before the resume", "[cli][resume]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 256, 100, true);
+    const std::string run = dir / "run";
+    const std::vector<std::string> options{"--data", data.string(), "--hidden", "16", "--threads", "1", "--quiet",
+                                           "--schedule", "constant"};
+    REQUIRE(run_normnet(with({"train", "--out", run, "--epochs", "1"}, options), dir.work()).status == 0);
+    // Resumed (from the folder) with a learning rate so high that the first epoch stays the best.
+    const RunResult r = run_normnet(with({"train", "--resume", run, "--epochs", "3", "--lr", "3"}, options), dir.work());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const auto rows = lines_of(read_file(fs::path(run) / "metrics.csv"));
+    REQUIRE(rows.size() == 4);
+    std::vector<double> acc;
+    for (size_t i = 1; i < rows.size(); ++i) acc.push_back(std::stod(csv_cells(rows[i])[4]));
+    INFO("test accuracies " << acc[0] << " " << acc[1] << " " << acc[2]);
+    REQUIRE(acc[0] > std::max(acc[1], acc[2]));  // so the test can tell
+    char best[32];
+    std::snprintf(best, sizeof best, "(best %.2f%%)", 100 * acc[0]);
+    CHECK_THAT(r.out, Contains(best));
+}
+
+TEST_CASE("cli: --init-from starts a new run from a model's weights (normnet's or PyTorch's)", "[cli]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    const std::string a = dir / "a";
+    REQUIRE(run_normnet(tiny_run(data.string(), a), dir.work()).status == 0);
+    const auto trained = normnet::load_safetensors(fs::path(a) / "model.safetensors");
+    // With an lr of 1e-12 the fine-tuned weights are the initial ones: those of `a`.
+    const auto close_to_a = [&](const std::string& model) {
+        const auto b = normnet::load_safetensors(model);
+        REQUIRE(b.tensors.size() == trained.tensors.size());
+        for (size_t i = 0; i < b.tensors.size(); ++i) {
+            INFO(b.tensors[i].first);
+            require_close(b.tensors[i].second, trained.tensors[i].second, 1e-6);
+        }
+        CHECK(b.metadata.at("normnet.epoch") == "1");
+    };
+    const std::vector<std::string> tune{"train", "--data", data.string(), "--epochs", "1", "--threads", "1", "--quiet",
+                                        "--lr", "1e-12", "--weight-decay", "0"};
+    // The architecture comes from the file.
+    const RunResult r = run_normnet(with(tune, {"--init-from", a, "--out", dir / "b"}), dir.work());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    close_to_a(dir / "b/model.safetensors");
+    CHECK(nlohmann::json::parse(read_file(fs::path(dir / "b") / "config.json")).at("initialized_from") == a + "/model.safetensors");
+    // A file with nothing but the state_dict, as PyTorch writes it: the architecture from the options.
+    const std::string plain = dir / "torch.safetensors";
+    normnet::save_safetensors(plain, trained.tensors, {{"format", "pt"}});
+    REQUIRE(run_normnet(with(tune, {"--init-from", plain, "--hidden", "16", "--out", dir / "c"}), dir.work()).status == 0);
+    close_to_a(dir / "c/model.safetensors");
+    require_error(dir, with(tune, {"--init-from", plain, "--hidden", "32", "--out", dir / "d"}), 1,
+                  {"--init-from", plain, "holds only"});
+    require_error(dir, with(tune, {"--init-from", plain, "--hidden", "8", "--out", dir / "d"}), 1,
+                  {"--init-from", plain, "0.weight"});
+    require_error(dir, with(tune, {"--init-from", plain, "--resume", a}), 2, {"--resume", "--init-from"});
+}
+
+TEST_CASE("cli: messages name the option or file at fault", "[cli]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    const std::vector<std::string> train{"train", "--data", data.string(), "--out", dir / "run", "--threads", "1"};
+    require_error(dir, with(train, {"--warmup", "100000"}), 2, {"--warmup 100000", "cosine"});
+    // BatchNorm cannot train on one sample: a usage error before anything is written.
+    require_error(dir, with(train, {"--norm", "batch", "--batch-size", "1"}), 2, {"--batch-size 1", "BatchNorm"});
+    require_error(dir, with(train, {"--norm", "batch", "--limit", "1"}), 2, {"--limit 1", "BatchNorm"});
+    // An unknown option: did you mean, and the subcommand's own help.
+    require_error(dir, with(train, {"--epoch", "3"}), 2, {"'--epoch'", "did you mean --epochs?", "normnet train --help"});
+    require_error(dir, {"eval", "--checkpoint", "x", "--predictons", "p.csv"}, 2, {"did you mean --predictions?"});
+    require_error(dir, {"bench", "--epochs", "0"}, 2, {"--epochs"});
+    // The data hint names a fetch script that exists.
+    const RunResult r = run_normnet({"train", "--data", dir / "nowhere"}, dir.work());
+    CHECK(r.status == 1);
+    const size_t at = r.err.find("fetch it with ");
+    REQUIRE(at != std::string::npos);
+    const std::string script = r.err.substr(at + 14, r.err.find(' ', at + 14) - at - 14);
+    CHECK(fs::exists(script));
+    CHECK_THAT(script, Catch::EndsWith("fetch_mnist.sh"));
+    // eval --predictions into a folder that does not exist: the error, and no report before it.
+    REQUIRE(run_normnet(tiny_run(data.string(), dir / "ckpt"), dir.work()).status == 0);
+    require_error(dir, {"eval", "--checkpoint", dir / "ckpt", "--data", data.string(), "--predictions", dir / "no/such/p.csv"}, 1,
+                  {dir / "no/such/p.csv"});
+}
+
+TEST_CASE("cli: small consistencies (lists with spaces, plurals, demo's last step)", "[cli]") {
+    TempDir dir;
+    const fs::path data = dir.path / "data";
+    write_synthetic_mnist(data, 64, 20);
+    const RunResult r = run_normnet({"train", "--data", data.string(), "--hidden", " 16 , 8", "--epochs", "1", "--threads",
+                                     "1", "--out", dir / "run"},
+                                    dir.work());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("784-16-8-10 layer") && Contains(", 1 epoch, 1 thread\n"));
+    const RunResult demo = run_normnet({"demo", "--steps", "3"}, dir.work());
+    REQUIRE(demo.status == 0);
+    CHECK_THAT(demo.out, Contains("step   1 ") && Contains("step   3 "));
+    require_error(dir, {"demo", "--seed", "-1"}, 2, {"--seed"});
+}
+
+TEST_CASE("cli: the progress bar never exceeds the terminal's width", "[cli][progress]") {
+    using normnet::cli::progress_line;
+    for (int width : {20, 40, 60, 79, 80, 81, 120, 200}) {
+        for (const char* detail : {"", "loss 0.1234", "LayerNorm batch  256 and a long note"}) {
+            const std::string line = progress_line("epoch 12/20", 0.42, detail, 123456.0, 3700.0, width);
+            INFO(width << ": '" << line << "'");
+            CHECK(static_cast<int>(line.size()) <= width - 1);
+            CHECK_THAT(line, StartsWith(width > 12 ? "epoch 12/20" : "epoch"));
+        }
+    }
+    CHECK_THAT(progress_line("epoch 1/2", 0.5, "loss 1.0", 100, 1, 200), Contains("[############------------]"));
+
+    // End to end on an 80-column pseudo-terminal: no drawn line reaches column 80.
+    TempDir dir;
+    write_synthetic_mnist(dir.path / "data", 4000, 20);
+    int master = -1;
+    winsize size{};
+    size.ws_col = 80;
+    size.ws_row = 24;
+    const pid_t child = forkpty(&master, nullptr, nullptr, &size);
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const std::string data = (dir.path / "data").string(), out = dir / "run";
+        ::execl(NORMNET_BINARY, NORMNET_BINARY, "train", "--data", data.c_str(), "--hidden", "16", "--batch-size", "2",
+                "--epochs", "1", "--threads", "1", "--out", out.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    std::string screen;
+    char buffer[4096];
+    for (ssize_t got; (got = ::read(master, buffer, sizeof buffer)) > 0;) screen.append(buffer, static_cast<size_t>(got));
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::close(master);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    size_t drawn = 0, longest = 0;
+    for (size_t start = 0; start < screen.size();) {
+        const size_t end = std::min(screen.find('\r', start), screen.find('\n', start));
+        std::string segment = screen.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        for (size_t esc; (esc = segment.find("\033[2K")) != std::string::npos;) segment.erase(esc, 4);
+        if (segment.find("samples/s") != std::string::npos) {  // a drawing of the bar
+            ++drawn;
+            longest = std::max(longest, segment.size());
+        }
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    INFO(screen);
+    CHECK(drawn > 0);
+    CHECK(longest <= 79);
 }

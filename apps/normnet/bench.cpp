@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
 
@@ -117,17 +118,20 @@ void run_bench(BenchArgs& a) {
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
         norms = parse_norm_list(a.norms);
-        check(a.repeats > 0, "--repeats: must be positive, got ", a.repeats);
-        check(a.warmup >= 0, "--warmup: must be non-negative, got ", a.warmup);
+        check(a.repeats > 0, "--epochs: must be positive, got ", a.repeats);
+        check(a.warmup >= 0, "--warmup-epochs: must be >= 0, got ", a.warmup);
         a.base.validate();
     });
     a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
     const auto train = load_split(a.base, "train");  // bench only trains: no test split to read
     if (!a.json) {
-        std::printf("normnet bench: %s, Adam lr %g, %lld training images, %d threads, %d warm-up + %d timed epochs per row\n",
-                    a.base.model.str().c_str(), a.base.lr, static_cast<long long>(train->size()), a.base.threads, a.warmup,
-                    a.repeats);
+        // The normalisation varies by row: the header names the architecture and the norms.
+        const std::string spec = a.base.model.str();
+        std::printf("normnet bench: %s MLP, norms %s, Adam lr %g, %lld training images, %s, %d warm-up + %s per row\n",
+                    spec.substr(0, spec.rfind(' ')).c_str(), a.norms.c_str(), a.base.lr,
+                    static_cast<long long>(train->size()), plural(a.base.threads, "thread").c_str(), a.warmup,
+                    plural(a.repeats, "timed epoch").c_str());
         std::printf("%-6s %6s %12s %12s %12s %8s %10s\n", "norm", "batch", "s/epoch", "samples/s", "GEMM floor", "ratio",
                     "peak RSS");
         std::fflush(stdout);
@@ -150,7 +154,7 @@ void run_bench(BenchArgs& a) {
                 // ratio is the median of each pair's ratio, so a slow spell of a shared machine
                 // that covers a pair cancels out.
                 const auto start = std::chrono::steady_clock::now();
-                r.final_loss = trainer.train_epoch().first;
+                r.final_loss = trainer.train_epoch().mean_loss();
                 r.epochs.push_back(seconds_since(start));
                 floors.push_back(floor.epoch_seconds(train->size(), c.threads));
                 ratios.push_back(r.epochs.back() / floors.back());
@@ -197,7 +201,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated")->capture_default_str();
     cmd->add_option("--norms", a->norms, "Normalisations: any of layer,batch,rms,none")->capture_default_str();
     cmd->add_option("--hidden", a->hidden, "Hidden layer sizes")->capture_default_str();
-    cmd->add_option("--warmup", a->warmup, "Untimed epochs before timing")->capture_default_str();
+    cmd->add_option("--warmup-epochs", a->warmup, "Untimed epochs before timing")->capture_default_str();
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");

@@ -14,6 +14,11 @@ inline constexpr int kUsageError = 2;
 inline const CLI::Range kThreadsRange(1, 1024);
 /// Accepted sizes (steps, batch sizes) where a single positive integer is asked for.
 inline const CLI::Range kSizeRange(1, 1 << 30);
+/// An integer option that cannot be negative (CLI11 would turn --seed -1 into 2^64 - 1, and
+/// CLI::NonNegativeNumber's message prints its range as 0 to 1.8e308).
+inline const CLI::Validator kNonNegative(
+    [](std::string& text) { return text.rfind('-', 0) == 0 ? "must be an integer >= 0, got " + text : std::string(); },
+    "INT >= 0");
 
 /// A bad command-line value (exit status 2), as opposed to a failure while running (1).
 class UsageError : public Error {

@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "progress.hpp"
+#include "signals.hpp"
 #include "svg_chart.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
@@ -29,8 +30,13 @@ struct CompareArgs {
     int seeds = 1;
     int64_t discrepancy_images = 10000;
     std::string out;
+    bool overwrite = false;
     std::string command_line;
 };
+
+// The files compare writes, in its output folder.
+const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "report.md", "accuracy_vs_batch.svg",
+                                             "test_acc_curves.svg"};
 
 // Everything measured for one (norm, batch size, seed) run.
 struct RunResult {
@@ -130,12 +136,8 @@ struct Summary {
     int n = 0;
 };
 
-template <class F>
-Summary summarize(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch, F value) {
-    std::vector<double> v;
-    for (const auto& r : runs) {
-        if (r.norm == norm && r.batch == batch) v.push_back(value(r));
-    }
+// Mean and sample standard deviation (0 for a single value).
+Summary mean_std(const std::vector<double>& v) {
     Summary s;
     s.n = static_cast<int>(v.size());
     if (v.empty()) return s;
@@ -144,6 +146,22 @@ Summary summarize(const std::vector<RunResult>& runs, const std::string& norm, i
     for (double x : v) s.std += (x - s.mean) * (x - s.mean);
     s.std = v.size() > 1 ? std::sqrt(s.std / static_cast<double>(v.size() - 1)) : 0.0;  // sample std
     return s;
+}
+
+// The runs of one grid cell (a normalisation and a batch size): one per seed.
+std::vector<const RunResult*> cell_runs(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch) {
+    std::vector<const RunResult*> cell;
+    for (const auto& r : runs) {
+        if (r.norm == norm && r.batch == batch) cell.push_back(&r);
+    }
+    return cell;
+}
+
+template <class F>
+Summary summarize(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch, F value) {
+    std::vector<double> v;
+    for (const RunResult* r : cell_runs(runs, norm, batch)) v.push_back(value(*r));
+    return mean_std(v);
 }
 
 std::string fmt(const char* format, double v) {
@@ -213,11 +231,35 @@ std::string accuracy_table(const std::vector<RunResult>& runs, const std::vector
     });
 }
 
+// The architecture without its normalisation, which varies between runs: "784-300-100-10 MLP".
+std::string architecture(const ModelSpec& spec) {
+    std::string s = spec.str();
+    return s.substr(0, s.rfind(' ')) + " MLP";
+}
+
+// The configuration that really ran: the base options, with the grid in place of the one
+// normalisation, batch size, seed and lr of a single run.
+std::string grid_config_json(const CompareArgs& a, const std::vector<std::string>& norms, const std::vector<int64_t>& batches) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(a.base.to_json());
+    j["model"].erase("norm");
+    j.erase("batch_size");
+    j.erase("seed");
+    j["norms"] = norms;
+    j["batch_sizes"] = batches;
+    std::vector<uint64_t> seeds;
+    for (int s = 0; s < a.seeds; ++s) seeds.push_back(a.base.seed + static_cast<uint64_t>(s));
+    j["seeds"] = seeds;
+    j["lr_scaling"] = a.lr_scaling;
+    j["reference_batch"] = a.reference_batch;
+    return j.dump(2);
+}
+
 std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                      const std::vector<int64_t>& batches, double total_seconds) {
+                      const std::vector<int64_t>& batches, double total_seconds, const std::string& incomplete) {
     const int seeds = a.seeds;
     std::string md = "# normnet compare: normalisation x batch size\n\n";
-    md += "Model " + a.base.model.str() + " (the normalisation after each hidden ReLU), dataset " + a.base.dataset +
+    if (!incomplete.empty()) md += "**Incomplete:** " + incomplete + "\n\n";
+    md += "Model " + architecture(a.base.model) + " with each normalisation after each hidden ReLU, dataset " + a.base.dataset +
           ", " + std::to_string(a.base.epochs) + " epochs, " + a.base.optimizer + " lr " + fmt("%g", a.base.lr) +
           " (scaling: " + a.lr_scaling + ", reference batch " + std::to_string(a.reference_batch) + "), schedule " +
           a.base.schedule + ", " + std::to_string(seeds) + " seed(s) from " + std::to_string(a.base.seed) +
@@ -246,9 +288,11 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
         }
     }
     md += "\n## Eval mode, one sample at a time vs the full batch\n\n";
-    md += "| normalisation | batch | single-sample test acc % | full-batch test acc % | differing predictions | result |\n|---|---:|---:|---:|---:|---|\n";
+    md += "| normalisation | batch | seed | single-sample test acc % | full-batch test acc % | differing predictions | result |\n"
+          "|---|---:|---:|---:|---:|---:|---|\n";
     for (const auto& r : runs) {
-        md += "| " + norm_label(r.norm) + " | " + std::to_string(r.batch) + " | " + fmt("%.2f", 100 * r.single_sample_acc) +
+        md += "| " + norm_label(r.norm) + " | " + std::to_string(r.batch) + " | " + std::to_string(r.seed) + " | " +
+              fmt("%.2f", 100 * r.single_sample_acc) +
               " | " + fmt("%.2f", 100 * r.full_batch_acc) + " | " + std::to_string(r.single_sample_mismatches) + " | " +
               (r.consistent() ? "ok" : "**FAIL**") + " |\n";
     }
@@ -257,10 +301,10 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
         const auto s = summarize(rs, n, b, [](const RunResult& r) { return r.seconds_per_epoch(); });
         return s.n ? fmt("%.2f", s.mean) : std::string();
     }) + "\n";
-    md += "Total wall time " + format_duration(total_seconds) + " on " + std::to_string(a.base.threads) + " threads.\n\n";
+    md += "Total wall time " + format_duration(total_seconds) + " on " + plural(a.base.threads, "thread") + ".\n\n";
     md += "## Charts\n\n![accuracy vs batch size](accuracy_vs_batch.svg)\n\n![test accuracy per epoch](test_acc_curves.svg)\n\n";
-    md += "## Command and config\n\n```\n" + a.command_line + "\n```\n\n```json\n" +
-          nlohmann::json::parse(a.base.to_json()).dump(2) + "\n```\n";
+    md += "## Command and config\n\n```\n" + a.command_line + "\n```\n\n```json\n" + grid_config_json(a, norms, batches) +
+          "\n```\n";
     return md;
 }
 
@@ -289,32 +333,57 @@ std::string accuracy_chart(const std::vector<RunResult>& runs, const std::vector
 }
 
 std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                         const std::vector<int64_t>& batches, const std::string& dataset) {
+                         const std::vector<int64_t>& batches, int seeds, const std::string& dataset) {
     std::vector<Series> series;
-    // Grouped by normalisation: one colour per normalisation, one line pattern per batch size.
+    // One colour per normalisation, one line pattern per batch size; the seeds of a cell become
+    // their mean with error bars of one standard deviation, as in the accuracy chart.
     for (size_t n = 0; n < norms.size(); ++n) {
         for (size_t b = 0; b < batches.size(); ++b) {
-            for (const auto& r : runs) {
-                if (r.norm != norms[n] || r.batch != batches[b]) continue;
-                Series s;
-                s.colour = static_cast<int>(n);
-                s.dash = static_cast<int>(b % 4);
-                s.label = norm_label(r.norm) + ", batch " + std::to_string(r.batch) +
-                          (r.seed != runs.front().seed ? ", seed " + std::to_string(r.seed) : "");
-                for (const auto& m : r.curve) {
-                    s.x.push_back(static_cast<double>(m.epoch));
-                    s.y.push_back(m.test_acc);
-                }
-                series.push_back(s);
+            const std::vector<const RunResult*> cell = cell_runs(runs, norms[n], batches[b]);
+            if (cell.empty()) continue;
+            Series s;
+            s.colour = static_cast<int>(n);
+            s.dash = static_cast<int>(b % 4);
+            s.label = norm_label(norms[n]) + ", batch " + std::to_string(batches[b]);
+            for (size_t e = 0; e < cell.front()->curve.size(); ++e) {
+                std::vector<double> acc;
+                for (const RunResult* r : cell) acc.push_back(r->curve[e].test_acc);
+                const Summary m = mean_std(acc);
+                s.x.push_back(static_cast<double>(cell.front()->curve[e].epoch));
+                s.y.push_back(m.mean);
+                if (seeds > 1) s.y_err.push_back(m.std);
             }
+            series.push_back(s);
         }
     }
     ChartOptions o;
-    o.title = "Test accuracy per epoch (" + dataset + ")";
+    o.title = "Test accuracy per epoch (" + dataset + (seeds > 1 ? ", mean ± std over " + std::to_string(seeds) + " seeds)" : ")");
     o.x_label = "epoch";
     o.y_label = "test accuracy";
+    o.integer_x = true;
     o.percent_y = true;
     return line_chart_svg(series, o);
+}
+
+// The config of one run of the grid.
+RunConfig run_config(const CompareArgs& a, const std::string& norm, int64_t batch, int seed_index) {
+    RunConfig c = a.base;
+    c.model.norm = norm;
+    c.batch_size = batch;
+    c.seed = a.base.seed + static_cast<uint64_t>(seed_index);
+    c.lr = scaled_lr(a, batch);
+    return c;
+}
+
+void write_outputs(const std::string& dir, const CompareArgs& a, const std::vector<RunResult>& runs,
+                   const std::vector<std::string>& norms, const std::vector<int64_t>& batches, double total,
+                   const std::string& incomplete) {
+    const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+    write_file_atomic(path("results.csv"), results_csv(runs));
+    write_file_atomic(path("curves.csv"), curves_csv(runs));
+    write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
+    write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.base.dataset));
+    write_file_atomic(path("report.md"), report_md(a, runs, norms, batches, total, incomplete));
 }
 
 void run_compare(CompareArgs& a) {
@@ -324,56 +393,64 @@ void run_compare(CompareArgs& a) {
         norms = parse_norm_list(a.norms);
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
-        check(a.seeds > 0, "--seeds: must be positive, got ", a.seeds);
+        check(a.seeds > 0 && a.seeds <= 1000, "--seeds: must be in [1, 1000], got ", a.seeds);
         check(a.lr_scaling == "none" || a.lr_scaling == "linear" || a.lr_scaling == "sqrt", "--lr-scaling: unknown '",
               a.lr_scaling, "' (expected none, linear or sqrt)");
         check(a.discrepancy_images > 0, "--discrepancy-images: must be positive, got ", a.discrepancy_images);
         a.base.validate();
+        for (const auto& norm : norms) {
+            for (int64_t batch : batches) run_config(a, norm, batch, 0).validate();  // e.g. BatchNorm at batch 1
+        }
     });
     a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
     const auto train = load_split(a.base, "train");
     const auto test = load_split(a.base, "test");
     const auto train_subset = std::make_shared<const Dataset>(take(*train, a.discrepancy_images));
+    // Every run's schedule must fit its batches (--warmup): found now, not after hours of runs.
+    for (const auto& norm : norms) {
+        for (int64_t batch : batches) Trainer(run_config(a, norm, batch, 0), train, test);
+    }
     const std::string dir = a.out.empty() ? "compare" : a.out;
-    std::filesystem::create_directories(dir);
+    const StopOnSignal signals;
+    prepare_output_folder(dir, "--out", kCompareFiles, kCompareFiles, a.overwrite, false);
 
     const int64_t total_runs = static_cast<int64_t>(norms.size() * batches.size()) * a.seeds;
     const bool tty = stdout_is_terminal();
-    std::printf("normnet compare: %s x batch sizes %s, %d seed(s), %lld epochs each, %lld runs -> %s/\n", a.norms.c_str(),
-                a.batch_sizes.c_str(), a.seeds, static_cast<long long>(a.base.epochs), static_cast<long long>(total_runs),
+    std::printf("normnet compare: %s x batch sizes %s, %s, %s each, %s -> %s/\n", a.norms.c_str(), a.batch_sizes.c_str(),
+                plural(a.seeds, "seed").c_str(), plural(a.base.epochs, "epoch").c_str(), plural(total_runs, "run").c_str(),
                 dir.c_str());
     std::fflush(stdout);
     // Work of a run ~ its batches; the bar counts training epochs weighted equally.
     ProgressBar bar("compare", total_runs * a.base.epochs, train->size(), tty);
     const auto start = std::chrono::steady_clock::now();
+    const auto stop = [] { return StopOnSignal::requested() != 0; };
     std::vector<RunResult> runs;
     int64_t epochs_done = 0;
-    for (int s = 0; s < a.seeds; ++s) {
-        for (int64_t batch : batches) {
-            for (const auto& norm : norms) {
-                RunConfig c = a.base;
-                c.model.norm = norm;
-                c.batch_size = batch;
-                c.seed = a.base.seed + static_cast<uint64_t>(s);
-                c.lr = scaled_lr(a, batch);
+    for (int s = 0; s < a.seeds && !stop(); ++s) {
+        for (size_t b = 0; b < batches.size() && !stop(); ++b) {
+            for (size_t n = 0; n < norms.size() && !stop(); ++n) {
+                const RunConfig c = run_config(a, norms[n], batches[b], s);
                 Trainer trainer(c, train, test);
                 RunResult r;
-                r.norm = norm;
-                r.batch = batch;
+                r.norm = c.model.norm;
+                r.batch = c.batch_size;
                 r.seed = c.seed;
                 r.lr = c.lr;
-                for (int64_t e = 0; e < c.epochs; ++e) {
-                    r.curve.push_back(trainer.run_epoch());
-                    bar.update(++epochs_done, norm_label(norm) + " batch " + std::to_string(batch));
+                while (trainer.epochs_done() < c.epochs && !stop()) {
+                    const auto m = trainer.run_epoch({}, stop);
+                    if (!m) break;
+                    r.curve.push_back(*m);
+                    bar.update(++epochs_done, norm_label(r.norm) + " batch " + std::to_string(r.batch));
                 }
+                if (stop()) break;  // an unfinished run is left out of the results
                 measure_discrepancy(trainer, r, train_subset, test);
                 runs.push_back(r);
                 if (!tty) {
                     std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
-                                norm_label(norm).c_str(), static_cast<long long>(batch),
-                                static_cast<unsigned long long>(c.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
+                                norm_label(r.norm).c_str(), static_cast<long long>(r.batch),
+                                static_cast<unsigned long long>(r.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
                                 r.logit_mad, r.consistent() ? "ok" : "FAIL", r.seconds_per_epoch());
                     std::fflush(stdout);
                 }
@@ -382,11 +459,16 @@ void run_compare(CompareArgs& a) {
     }
     bar.finish();
     const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    write_text_file_atomic(dir + "/results.csv", results_csv(runs));
-    write_text_file_atomic(dir + "/curves.csv", curves_csv(runs));
-    write_text_file_atomic(dir + "/accuracy_vs_batch.svg", accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
-    write_text_file_atomic(dir + "/test_acc_curves.svg", curves_chart(runs, norms, batches, a.base.dataset));
-    write_text_file_atomic(dir + "/report.md", report_md(a, runs, norms, batches, total));
+    if (const int signal = StopOnSignal::requested()) {
+        const std::string finished = std::to_string(runs.size()) + " of " + plural(total_runs, "run");
+        write_outputs(dir, a, runs, norms, batches, total,
+                      str("stopped by ", StopOnSignal::name(signal), " after ", finished,
+                                     "; the runs that did not finish are left out."));
+        throw Interrupted(signal, str("normnet: compare stopped by ", StopOnSignal::name(signal), " after ",
+                                                 finished, "; their results are in ", dir,
+                                                 "/ (report.md marked incomplete); run it again with --overwrite to redo the grid"));
+    }
+    write_outputs(dir, a, runs, norms, batches, total, "");
     std::printf("\nFinal test accuracy (%%):\n\n%s\n", accuracy_table(runs, norms, batches, a.seeds).c_str());
     std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg in %s\n", dir.c_str(),
                 format_duration(total).c_str());
@@ -413,15 +495,16 @@ void add_compare_command(CLI::App& app) {
         ->check(CLI::IsMember({"none", "linear", "sqrt"}))->capture_default_str();
     cmd->add_option("--reference-batch", a->reference_batch, "Batch size at which --lr applies unscaled")->check(kSizeRange)->capture_default_str();
     add_optimizer_options(*cmd, c);
-    cmd->add_option("--seed", c.seed, "First seed")->capture_default_str();
+    cmd->add_option("--seed", c.seed, "First seed")->check(kNonNegative)->capture_default_str();
     add_data_options(*cmd, c);
     cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images used for the train/eval discrepancy")->capture_default_str();
     cmd->add_option("--out", a->out, "Output folder (default: compare)");
+    cmd->add_flag("--overwrite", a->overwrite, "Replace the results already in --out");
     cmd->callback([a, cmd] {
         a->command_line = "normnet compare";
         for (const CLI::Option* o : cmd->get_options()) {
             if (o->count() == 0 || o->get_name() == "--help") continue;
-            a->command_line += " " + o->get_name() + " " + o->as<std::string>();
+            a->command_line += " " + o->get_name() + (o->get_expected_min() == 0 ? "" : " " + o->as<std::string>());
         }
         run_compare(*a);
     });

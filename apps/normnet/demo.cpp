@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "normnet/normnet.hpp"
 
 namespace normnet::cli {
@@ -26,7 +27,8 @@ void run_demo(const DemoOptions& o) {
     std::vector<int64_t> classes(static_cast<size_t>(o.batch_size));
     for (auto& label : classes) label = static_cast<int64_t>(gen.below(10));
     const Tensor y = from_vector(classes, {o.batch_size});
-    std::printf("training on one random batch of %d images with SGD (lr %g):\n", o.batch_size, static_cast<double>(o.lr));
+    std::printf("training on one random batch of %s with SGD (lr %g):\n", plural(o.batch_size, "image").c_str(),
+                static_cast<double>(o.lr));
     for (int step = 1; step <= o.steps; ++step) {
         model.zero_grad();
         const Tensor loss = cross_entropy(model(x), y);
@@ -35,7 +37,7 @@ void run_demo(const DemoOptions& o) {
             NoGradGuard no_grad;
             for (auto& p : model.parameters()) p.add_(p.grad(), -o.lr);
         }
-        if (step == 1 || step % 5 == 0) std::printf("step %3d  loss %.4f\n", step, static_cast<double>(loss.item()));
+        if (step == 1 || step % 5 == 0 || step == o.steps) std::printf("step %3d  loss %.4f\n", step, static_cast<double>(loss.item()));
     }
 }
 
@@ -46,7 +48,7 @@ void add_demo_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("demo", "Train the seed model for a few steps on random data");
     cmd->add_option("--steps", options->steps, "Training steps")->check(kSizeRange);
     cmd->add_option("--batch-size", options->batch_size, "Images in the random batch")->check(kSizeRange);
-    cmd->add_option("--seed", options->seed, "Random seed");
+    cmd->add_option("--seed", options->seed, "Random seed")->check(kNonNegative);
     cmd->callback([options] { run_demo(*options); });
 }
 

@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "commands.hpp"
-#include "svg_chart.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
 
@@ -16,6 +15,7 @@ struct EvalArgs {
     std::string data_dir;
     std::string split = "test";
     std::string predictions;
+    int64_t limit = 0;
     int threads = 0;
 };
 
@@ -32,39 +32,42 @@ void print_confusion(const Evaluation& e) {
 }
 
 void run_eval(const EvalArgs& args) {
-    const SafetensorsData checkpoint = load_safetensors(args.checkpoint);
+    const std::string path = model_file_of(args.checkpoint);
+    const SafetensorsData checkpoint = load_safetensors(path);
     auto [spec, config] = read_checkpoint_config(checkpoint);
+    check_file_fits(spec, checkpoint);  // before building the model the metadata describes
     if (!args.dataset.empty()) {
         config.dataset = args.dataset;
         config.data_dir.clear();
     }
     if (!args.data_dir.empty()) config.data_dir = args.data_dir;
+    // The whole split unless --limit says otherwise: the training run's --limit is not inherited.
+    config.limit = args.limit;
     config.threads = args.threads;
     config.threads = config.resolved_threads();
     set_num_threads(config.threads);
     const auto data = load_split(config, args.split);
-    Trainer trainer(config, data, data);
-    try {
-        trainer.model().load_state_dict(checkpoint.tensors);
-    } catch (const Error& e) {
-        fail(args.checkpoint, ": tensors do not match its architecture ", spec.str(), ": ", e.what());
-    }
-    const Evaluation e = trainer.evaluate(*data);
-    const auto epoch = checkpoint.metadata.find("normnet.epoch");
-    std::printf("checkpoint %s: %s, epoch %s\n", args.checkpoint.c_str(), spec.str().c_str(),
-                epoch == checkpoint.metadata.end() ? "?" : epoch->second.c_str());
-    std::printf("%s %s: %lld images\n", config.dataset.c_str(), args.split.c_str(), static_cast<long long>(e.count));
-    std::printf("%s loss %.4f  accuracy %.2f%% (%lld/%lld)\n", args.split.c_str(), e.loss, 100.0 * e.accuracy,
-                static_cast<long long>(e.correct), static_cast<long long>(e.count));
-    print_confusion(e);
+    const auto model = build_model(spec);
+    load(*model, checkpoint);
+    const Evaluation e = evaluate(*model, *data, spec.classes);
+    // The predictions file first: if it cannot be written, the error is all that is printed.
     if (!args.predictions.empty()) {
         std::string csv = "index,label,predicted\n";
         for (size_t i = 0; i < e.predictions.size(); ++i) {
             csv += std::to_string(i) + "," + std::to_string(data->labels[i]) + "," + std::to_string(e.predictions[i]) + "\n";
         }
-        write_text_file_atomic(args.predictions, csv);
-        std::printf("predictions written to %s\n", args.predictions.c_str());
+        write_file_atomic(args.predictions, csv);
     }
+    const auto epoch = checkpoint.metadata.find("normnet.epoch");
+    const auto batch = checkpoint.metadata.find("normnet.batch");
+    std::printf("checkpoint %s: %s, epoch %s%s\n", path.c_str(), spec.str().c_str(),
+                epoch == checkpoint.metadata.end() ? "?" : epoch->second.c_str(),
+                batch == checkpoint.metadata.end() ? "" : (" + " + batch->second + " batches").c_str());
+    std::printf("%s %s: %lld images\n", config.dataset.c_str(), args.split.c_str(), static_cast<long long>(e.count));
+    std::printf("%s loss %.4f  accuracy %.2f%% (%lld/%lld)\n", args.split.c_str(), e.loss, 100.0 * e.accuracy,
+                static_cast<long long>(e.correct), static_cast<long long>(e.count));
+    print_confusion(e);
+    if (!args.predictions.empty()) std::printf("predictions written to %s\n", args.predictions.c_str());
 }
 
 }  // namespace
@@ -72,12 +75,15 @@ void run_eval(const EvalArgs& args) {
 void add_eval_command(CLI::App& app) {
     auto args = std::make_shared<EvalArgs>();
     CLI::App* cmd = app.add_subcommand("eval", "Evaluate a checkpoint: loss, accuracy and confusion matrix");
-    cmd->add_option("--checkpoint", args->checkpoint, "A model.safetensors written by normnet train")->required();
+    cmd->add_option("--checkpoint", args->checkpoint, "A model.safetensors written by normnet train, or its run folder")
+        ->required();
     cmd->add_option("--dataset", args->dataset, "mnist or fashion-mnist (default: the checkpoint's)")
         ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
     cmd->add_option("--data", args->data_dir, "Dataset folder");
     cmd->add_option("--split", args->split, "test or train")->check(CLI::IsMember({"test", "train"}))->capture_default_str();
     cmd->add_option("--predictions", args->predictions, "Also write index,label,predicted for every image to this CSV");
+    cmd->add_option("--limit", args->limit, "Evaluate only the first N images of the split (0: all)")
+        ->check(kNonNegative);
     cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")
         ->check(kThreadsRange);
     cmd->callback([args] { run_eval(*args); });

@@ -2,8 +2,8 @@
 #include "model_spec.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace normnet::cli {
 
@@ -19,28 +19,80 @@ std::string ModelSpec::to_json() const {
 }
 
 ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where) {
+    ModelSpec s;
     try {
         const auto j = nlohmann::json::parse(text);
-        ModelSpec s;
-        s.inputs = j.at("inputs").get<int64_t>();
-        s.hidden = j.at("hidden").get<std::vector<int64_t>>();
-        s.classes = j.at("classes").get<int64_t>();
+        // Sizes must be JSON integers: get<int64_t>() of 1e300 would be undefined behaviour.
+        const auto size = [&](const nlohmann::json& v) {
+            check(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() > 0) &&
+                      v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWidth),
+                  "layer size ", v.dump(), " is not an integer in [1, ", kMaxWidth, "]");
+            return v.get<int64_t>();
+        };
+        s.inputs = size(j.at("inputs"));
+        s.hidden.clear();
+        check(j.at("hidden").is_array(), "hidden is not a list");
+        for (const auto& h : j.at("hidden")) s.hidden.push_back(size(h));
+        s.classes = size(j.at("classes"));
         s.norm = j.at("norm").get<std::string>();
-        check(s.inputs > 0 && s.classes > 0 && std::all_of(s.hidden.begin(), s.hidden.end(), [](int64_t h) { return h > 0; }),
-              "non-positive layer size");
-        check(std::find(kNorms.begin(), kNorms.end(), s.norm) != kNorms.end(), "unknown norm '", s.norm, "'");
-        return s;
     } catch (const std::exception& e) {
         fail(where, ": malformed architecture metadata: ", e.what());
     }
+    s.validate(where + ": architecture metadata");
+    return s;
 }
 
-std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option) {
-    std::vector<int64_t> out;
+void ModelSpec::validate(const std::string& where) const {
+    const auto in_range = [](int64_t v) { return v >= 1 && v <= kMaxWidth; };
+    check(in_range(inputs) && in_range(classes) && std::all_of(hidden.begin(), hidden.end(), in_range), where,
+          ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
+    check(std::find(kNorms.begin(), kNorms.end(), norm) != kNorms.end(), where, ": unknown normalisation '", norm,
+          "' (expected layer, batch, rms or none)");
+    const double params = linear_parameters();
+    check(params <= kMaxParameters, where, ": the model ", str(), " would have ", count_text(params),
+          " parameters, more than the ", count_text(kMaxParameters), " normnet builds");
+}
+
+std::string count_text(double n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+    return buf;
+}
+
+double ModelSpec::linear_parameters() const {
+    double total = 0;
+    double width = static_cast<double>(inputs);
+    for (int64_t h : hidden) {
+        total += (width + 1) * static_cast<double>(h);
+        width = static_cast<double>(h);
+    }
+    return total + (width + 1) * static_cast<double>(classes);
+}
+
+namespace {
+
+std::string trimmed(const std::string& s) {
+    const size_t first = s.find_first_not_of(" \t"), last = s.find_last_not_of(" \t");
+    return first == std::string::npos ? "" : s.substr(first, last - first + 1);
+}
+
+// The items of a comma-separated list, each with surrounding spaces removed.
+std::vector<std::string> list_items(const std::string& text) {
+    std::vector<std::string> items;
     size_t start = 0;
     while (true) {
         const size_t comma = text.find(',', start);
-        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        items.push_back(trimmed(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+        if (comma == std::string::npos) return items;
+        start = comma + 1;
+    }
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option) {
+    std::vector<int64_t> out;
+    for (const std::string& item : list_items(text)) {
         size_t used = 0;
         long long v = 0;
         try {
@@ -48,26 +100,22 @@ std::vector<int64_t> parse_size_list(const std::string& text, const std::string&
         } catch (const std::exception&) {
             used = 0;
         }
-        check(!item.empty() && used == item.size() && v > 0, option, ": '", text,
+        check(!item.empty() && item[0] != '+' && used == item.size() && v > 0, option, ": '", text,
               "' is not a comma-separated list of positive integers (e.g. 300,100)");
+        check(v <= kMaxWidth, option, ": ", item, " is too large (at most ", kMaxWidth, ")");
         out.push_back(v);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
     }
     return out;
 }
 
 std::vector<std::string> parse_norm_list(const std::string& text) {
     std::vector<std::string> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
+    for (const std::string& item : list_items(text)) {
         check(std::find(kNorms.begin(), kNorms.end(), item) != kNorms.end(), "--norms: unknown normalisation '", item,
               "' in '", text, "' (expected any of layer,batch,rms,none)");
         check(std::find(out.begin(), out.end(), item) == out.end(), "--norms: '", item, "' is listed twice");
         out.push_back(item);
     }
-    check(!out.empty(), "--norms: empty list");
     return out;
 }
 

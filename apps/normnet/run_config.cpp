@@ -2,11 +2,17 @@
 #include "run_config.hpp"
 
 #include <cblas.h>
+#include <unistd.h>
 
 #include <CLI/Version.hpp>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
+
+#include "commands.hpp"
 
 namespace normnet::cli {
 
@@ -28,36 +34,63 @@ std::string RunConfig::to_json() const {
                              {"label_smoothing", label_smoothing},
                              {"seed", seed},
                              {"threads", threads},
-                             {"limit", limit}};
+                             {"limit", limit},
+                             {"on_nan", on_nan}};
     return j.dump();
 }
+
+namespace {
+
+// Reads j[key] into field when present, insisting on the field's JSON type: nlohmann's own
+// conversion of 1e300 to an integer is undefined behaviour, and of 2.5 a silent truncation.
+template <class T>
+void read_field(const nlohmann::json& j, const char* key, T& field) {
+    if (!j.contains(key)) return;
+    const nlohmann::json& v = j.at(key);
+    if constexpr (std::is_same_v<T, std::string>) {
+        check(v.is_string(), "\"", key, "\" is not a string: ", v.dump());
+        field = v.get<std::string>();
+    } else if constexpr (std::is_floating_point_v<T>) {
+        check(v.is_number(), "\"", key, "\" is not a number: ", v.dump());
+        field = v.get<T>();
+    } else {
+        // Integers: within T's range, compared without converting first.
+        const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<uint64_t>())
+                          : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
+                                                  : false;
+        check(fits, "\"", key, "\" is not an integer in [", std::numeric_limits<T>::min(), ", ",
+              std::numeric_limits<T>::max(), "]: ", v.dump());
+        field = v.get<T>();
+    }
+}
+
+}  // namespace
 
 RunConfig RunConfig::from_json(const std::string& text, const std::string& where) {
     RunConfig c;
     try {
         const auto j = nlohmann::json::parse(text);
-        const auto get = [&](const char* key, auto& field) {
-            if (j.contains(key)) field = j.at(key).get<std::remove_reference_t<decltype(field)>>();
-        };
-        get("dataset", c.dataset);
-        get("data_dir", c.data_dir);
+        check(j.is_object(), "not a JSON object");
+        read_field(j, "dataset", c.dataset);
+        read_field(j, "data_dir", c.data_dir);
         if (j.contains("model")) c.model = ModelSpec::from_json(j.at("model").dump(), where);
-        get("epochs", c.epochs);
-        get("batch_size", c.batch_size);
-        get("optimizer", c.optimizer);
-        get("lr", c.lr);
-        get("momentum", c.momentum);
-        get("weight_decay", c.weight_decay);
-        get("schedule", c.schedule);
-        get("warmup", c.warmup);
-        get("step_gamma", c.step_gamma);
-        get("step_epochs", c.step_epochs);
-        get("clip", c.clip);
-        get("label_smoothing", c.label_smoothing);
-        get("seed", c.seed);
-        get("threads", c.threads);
-        get("limit", c.limit);
-    } catch (const nlohmann::json::exception& e) {
+        read_field(j, "epochs", c.epochs);
+        read_field(j, "batch_size", c.batch_size);
+        read_field(j, "optimizer", c.optimizer);
+        read_field(j, "lr", c.lr);
+        read_field(j, "momentum", c.momentum);
+        read_field(j, "weight_decay", c.weight_decay);
+        read_field(j, "schedule", c.schedule);
+        read_field(j, "warmup", c.warmup);
+        read_field(j, "step_gamma", c.step_gamma);
+        read_field(j, "step_epochs", c.step_epochs);
+        read_field(j, "clip", c.clip);
+        read_field(j, "label_smoothing", c.label_smoothing);
+        read_field(j, "seed", c.seed);
+        read_field(j, "threads", c.threads);
+        read_field(j, "limit", c.limit);
+        read_field(j, "on_nan", c.on_nan);
+    } catch (const std::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
     return c;
@@ -66,23 +99,29 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
 void RunConfig::validate() const {
     check(dataset == "mnist" || dataset == "fashion-mnist", "--dataset: unknown dataset '", dataset,
           "' (expected mnist or fashion-mnist)");
-    check(epochs > 0, "--epochs: must be positive, got ", epochs);
-    check(batch_size > 0, "--batch-size: must be positive, got ", batch_size);
+    check(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
+    check(batch_size > 0 && batch_size <= kMaxBatchSize, "--batch-size: must be in [1, ", kMaxBatchSize, "], got ",
+          batch_size);
     check(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw", "--optimizer: unknown optimizer '",
           optimizer, "' (expected sgd, adam or adamw)");
-    check(lr > 0, "--lr: must be positive, got ", lr);
-    check(momentum >= 0, "--momentum: must be non-negative, got ", momentum);
-    check(weight_decay >= 0, "--weight-decay: must be non-negative, got ", weight_decay);
+    // Non-finite values are rejected here, naming the option, before an optimizer sees them.
+    check(std::isfinite(lr) && lr > 0, "--lr: must be a positive finite number, got ", lr);
+    check(std::isfinite(momentum) && momentum >= 0, "--momentum: must be a finite number >= 0, got ", momentum);
+    check(std::isfinite(weight_decay) && weight_decay >= 0, "--weight-decay: must be a finite number >= 0, got ",
+          weight_decay);
     check(schedule == "constant" || schedule == "step" || schedule == "cosine", "--schedule: unknown schedule '",
           schedule, "' (expected constant, step or cosine)");
-    check(warmup >= 0, "--warmup: must be non-negative, got ", warmup);
-    check(clip >= 0, "--clip: must be non-negative (0 turns clipping off), got ", clip);
+    check(warmup >= 0 && warmup <= kMaxEpochs * kMaxBatchSize, "--warmup: must be >= 0, got ", warmup);
+    check(std::isfinite(step_gamma) && step_gamma > 0, "step_gamma: must be a positive finite number, got ", step_gamma);
+    check(step_epochs > 0 && step_epochs <= kMaxEpochs, "step_epochs: must be in [1, ", kMaxEpochs, "], got ", step_epochs);
+    check(std::isfinite(clip) && clip >= 0, "--clip: must be a finite number >= 0 (0 turns clipping off), got ", clip);
     check(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing: must be in [0, 1), got ", label_smoothing);
-    check(threads >= 0, "--threads: must be positive, got ", threads);
-    check(limit >= 0, "--limit: must be positive, got ", limit);
-    check(step_epochs > 0, "--step-epochs: must be positive, got ", step_epochs);
-    check(std::find(kNorms.begin(), kNorms.end(), model.norm) != kNorms.end(), "--norm: unknown normalisation '",
-          model.norm, "' (expected layer, batch, rms or none)");
+    check(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
+    check(limit >= 0, "--limit: must be >= 0 (0: all images), got ", limit);
+    check(on_nan == "stop" || on_nan == "skip", "--on-nan: unknown '", on_nan, "' (expected stop or skip)");
+    model.validate("--hidden");
+    check(model.norm != "batch" || batch_size >= 2, "--batch-size ", batch_size,
+          ": BatchNorm needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");
 }
 
 std::string RunConfig::resolved_data_dir() const {
@@ -94,14 +133,36 @@ int RunConfig::resolved_threads() const {
     return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+namespace {
+
+// How to get the dataset: for MNIST, the fetch script where this program can find it (installed
+// beside it under share/normnet, or in the source tree it was built from).
+std::string data_hint(const RunConfig& config, const std::string& dir) {
+    if (config.dataset != "mnist") return "apt-get install dataset-fashion-mnist, or pass --data DIR";
+    std::error_code ec;
+    std::vector<std::filesystem::path> scripts;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) scripts.push_back(exe.parent_path().parent_path() / "share/normnet/fetch_mnist.sh");
+    scripts.push_back(std::filesystem::path(NORMNET_SOURCE_DIR) / "data/fetch_mnist.sh");
+    for (const auto& script : scripts) {
+        if (std::filesystem::exists(script, ec)) return "fetch it with " + script.string() + " " + dir + ", or pass --data DIR";
+    }
+    return "pass --data DIR with the four MNIST IDX files";
+}
+
+}  // namespace
+
 std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split) {
     const std::string dir = config.resolved_data_dir();
-    if (!std::filesystem::is_directory(dir)) {
-        fail("--data: no dataset folder ", dir, config.dataset == "mnist"
-                                                     ? " (run data/fetch_mnist.sh to download MNIST, or pass --data DIR)"
-                                                     : " (apt-get install dataset-fashion-mnist, or pass --data DIR)");
+    check(std::filesystem::is_directory(dir), "--data: no dataset folder ", dir, " (", data_hint(config, dir), ")");
+    std::shared_ptr<Dataset> data;
+    try {
+        data = std::make_shared<Dataset>(load_mnist_split(dir, split));
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.rfind("cannot find ", 0) != 0) throw;
+        fail(what, " (", data_hint(config, dir), ")");
     }
-    auto data = std::make_shared<Dataset>(load_mnist_split(dir, split));
     if (config.limit > 0 && config.limit < data->size()) *data = take(*data, config.limit);
     check(data->features() == config.model.inputs, dir, ": images have ", data->features(),
           " pixels but the model takes ", config.model.inputs, " inputs");
@@ -117,12 +178,19 @@ std::unique_ptr<Optimizer> make_optimizer(const RunConfig& c, const NamedTensors
 }
 
 LRSchedulerOptions schedule_options(const RunConfig& c, int64_t batches_per_epoch) {
+    // Both factors are bounded (kMaxEpochs, and batches <= dataset size), so no product overflows.
+    check(batches_per_epoch >= 1 && batches_per_epoch <= (int64_t{1} << 40), "schedule_options: ", batches_per_epoch,
+          " batches per epoch");
     LRSchedulerOptions o;
     o.schedule = c.schedule == "cosine" ? Schedule::cosine : c.schedule == "step" ? Schedule::step : Schedule::constant;
     o.total_steps = c.epochs * batches_per_epoch;
     o.warmup_steps = c.warmup;
     o.step_size = c.step_epochs * batches_per_epoch;
     o.gamma = c.step_gamma;
+    if (o.schedule == Schedule::cosine && o.warmup_steps >= o.total_steps) {
+        throw UsageError(str("--warmup ", c.warmup, ": the cosine schedule needs the warm-up to end before the run does (",
+                                        c.epochs, " epoch(s) x ", batches_per_epoch, " batch(es) = ", o.total_steps, ")"));
+    }
     return o;
 }
 

@@ -31,9 +31,11 @@ struct RunConfig {
     uint64_t seed = 0;
     int threads = 0;    // 0: the number of cores
     int64_t limit = 0;  // use only the first `limit` training and test images (0: all)
+    std::string on_nan = "stop";  // a non-finite loss: stop (keeping the last checkpoint) | skip the step
 
     std::string to_json() const;
-    /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in errors.
+    /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in
+    /// errors. Every value must have its field's JSON type (an integer field rejects 1e300).
     static RunConfig from_json(const std::string& text, const std::string& where);
     /// Throws normnet::Error for values out of range, naming the option.
     void validate() const;
@@ -49,8 +51,13 @@ std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::st
 /// The optimizer the config names, over the model's named parameters.
 std::unique_ptr<Optimizer> make_optimizer(const RunConfig& config, const NamedTensors& params);
 
-/// The per-batch schedule the config names, over `total_steps` batches.
+/// The per-batch schedule the config names, over epochs x batches_per_epoch batches. Throws
+/// UsageError naming the option when the schedule cannot run (e.g. --warmup beyond the run).
 LRSchedulerOptions schedule_options(const RunConfig& config, int64_t batches_per_epoch);
+
+/// Bounds on options, so that products such as epochs x batches cannot overflow.
+inline constexpr int64_t kMaxEpochs = 1'000'000;
+inline constexpr int64_t kMaxBatchSize = int64_t{1} << 30;
 
 /// Library versions for config.json.
 std::string versions_json();

@@ -130,9 +130,10 @@ double nice_step(double span, int target) {
     return magnitude * (f < 1.5 ? 1.0 : f < 3.0 ? 2.0 : f < 7.0 ? 5.0 : 10.0);
 }
 
-// Multiples of the nice step inside [lo, hi]; computed as i * step so errors do not accumulate.
-std::vector<double> linear_ticks(double lo, double hi, int target, double& step) {
-    step = nice_step(hi - lo, std::max(target, 1));
+// Multiples of the nice step inside [lo, hi] (at least `min_step` apart: 1 for counts such as
+// epochs, which have no fractional ticks); computed as i * step so errors do not accumulate.
+std::vector<double> linear_ticks(double lo, double hi, int target, double& step, double min_step = 0) {
+    step = std::max(nice_step(hi - lo, std::max(target, 1)), min_step);
     std::vector<double> ticks;
     if (!std::isfinite(step) || !(step > 0) || (hi - lo) / step > 100) return ticks;  // degenerate range
     const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
@@ -181,10 +182,10 @@ Ticks y_ticks(const Axis& axis, int target, bool percent) {
     return t;
 }
 
-Ticks x_ticks(const Axis& axis, const std::vector<double>& xs, int target) {
+Ticks x_ticks(const Axis& axis, const std::vector<double>& xs, int target, bool integer) {
     Ticks t;
     double step = 0;
-    t.values = axis.log ? log_ticks(axis, xs) : linear_ticks(axis.lo, axis.hi, target, step);
+    t.values = axis.log ? log_ticks(axis, xs) : linear_ticks(axis.lo, axis.hi, target, step, integer ? 1.0 : 0.0);
     for (double v : t.values) t.labels.push_back(axis.log ? general(v) : linear_label(v, step, false));
     return t;
 }
@@ -426,7 +427,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
     x.log = options.log_x;
     set_x_domain(x, xr);
     x.px_lo = f.left, x.px_hi = f.right;
-    const Ticks xt = x_ticks(x, xs, std::max(2, static_cast<int>((f.right - f.left) / 90)));
+    const Ticks xt = x_ticks(x, xs, std::max(2, static_cast<int>((f.right - f.left) / 90)), options.integer_x);
 
     Svg svg;
     svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << fixed(width, 0) << "\" height=\""
@@ -454,29 +455,6 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
     draw_legend(svg, series, f.right + 16, f.top);
     svg << "</svg>\n";
     return std::move(svg.out);
-}
-
-void write_text_file_atomic(const std::string& path, const std::string& contents) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        check(out.is_open(), "cannot write '", path, "': cannot create '", tmp, "': ", std::strerror(errno));
-        out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-        out.flush();
-        out.close();
-        if (!out) {
-            std::error_code ignored;
-            std::filesystem::remove(tmp, ignored);
-            fail("cannot write '", path, "': writing '", tmp, "' failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
-        fail("cannot write '", path, "': renaming '", tmp, "' failed: ", ec.message());
-    }
 }
 
 }  // namespace normnet::cli

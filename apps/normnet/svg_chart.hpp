@@ -1,5 +1,5 @@
 // Dependency-free SVG line charts for `normnet compare` (accuracy or time against batch size, one
-// line per normalisation, with error bars), and the atomic file write the CLI uses for its outputs.
+// line per normalisation, with error bars).
 #pragma once
 
 #include <optional>
@@ -23,6 +23,7 @@ struct Series {
 struct ChartOptions {
     std::string title{}, x_label{}, y_label{};
     bool log_x = false;             ///< batch sizes 4, 16, 64, 256 get one tick each
+    bool integer_x = false;         ///< x counts something (epochs): ticks at whole numbers only
     int width = 760, height = 480;  ///< pixels, at least 240 x 160; wider if the legend needs it
     std::optional<double> y_min{}, y_max{};  ///< default: padded data range
     bool percent_y = false;                  ///< y in [0,1] shown as percent
@@ -32,9 +33,5 @@ struct ChartOptions {
 /// markers (and error bars) per series in a colour-blind-friendly palette, legend right of the plot.
 /// Throws normnet::Error on series whose sizes disagree, a chart below 240 x 160, or y_min >= y_max.
 std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions& options);
-
-/// Writes `contents` to `path` + ".tmp", flushes, checks, then renames it over `path`, so a reader
-/// never sees a half-written file. Throws normnet::Error naming the path on failure.
-void write_text_file_atomic(const std::string& path, const std::string& contents);
 
 }  // namespace normnet::cli

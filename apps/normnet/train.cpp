@@ -1,27 +1,33 @@
 // `normnet train`: trains the seed MLP (or any --hidden/--norm variant) on MNIST or
 // Fashion-MNIST, writes RUN_DIR/{config.json, metrics.csv, model.safetensors,
 // training_state.safetensors} and can resume from a checkpoint. Everything that can be wrong
-// with the input is checked before RUN_DIR is created, so a bad call leaves nothing behind.
+// with the input is checked before RUN_DIR is created, so a bad call leaves nothing behind; once
+// running, a crash, a full disk, a signal or a NaN leaves the last complete checkpoint.
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "metrics_csv.hpp"
 #include "progress.hpp"
-#include "svg_chart.hpp"
+#include "signals.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
 
 namespace normnet::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct TrainArgs {
     RunConfig config;
     std::string hidden = "300,100";
     std::string out;
     std::string resume;
+    std::string init_from;
+    bool overwrite = false;
     bool quiet = false;
 };
 
@@ -30,7 +36,7 @@ std::string default_run_dir() {
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
     std::string dir = std::string("runs/") + stamp;
-    for (int i = 2; std::filesystem::exists(dir); ++i) dir = std::string("runs/") + stamp + "_" + std::to_string(i);
+    for (int i = 2; fs::exists(dir); ++i) dir = std::string("runs/") + stamp + "_" + std::to_string(i);
     return dir;
 }
 
@@ -61,95 +67,170 @@ RunConfig merge_resumed(const RunConfig& saved, const RunConfig& given, const CL
     take("--seed", &RunConfig::seed);
     take("--threads", &RunConfig::threads);
     take("--limit", &RunConfig::limit);
+    take("--on-nan", &RunConfig::on_nan);
     if (cmd.count("--hidden") > 0) c.model.hidden = given.model.hidden;
     if (cmd.count("--norm") > 0) c.model.norm = given.model.norm;
     return c;
 }
 
-void write_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from) {
+void write_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
+                       const std::string& initialized_from) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(config.to_json());
     j["threads"] = config.threads;
     j["resumed_from"] = resumed_from;
+    j["initialized_from"] = initialized_from;
     j["versions"] = nlohmann::json::parse(versions_json());
-    write_text_file_atomic((std::filesystem::path(dir) / "config.json").string(), j.dump(2) + "\n");
+    write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
+}
+
+bool same_folder(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return fs::equivalent(a.empty() ? "." : a, b.empty() ? "." : b, ec);
+}
+
+double best_accuracy(const std::vector<EpochMetrics>& history) {
+    double best = 0.0;
+    for (const EpochMetrics& m : history) {
+        if (m.test_acc > best) best = m.test_acc;  // NaN (unknown) never wins
+    }
+    return best;
+}
+
+// A run that fails before its first checkpoint leaves nothing: its config.json and header-only
+// metrics.csv go, and so does the folder if the run made it.
+void discard_run_folder(const std::string& dir, bool existed) {
+    std::error_code ec;
+    fs::remove(fs::path(dir) / kConfigFile, ec);
+    fs::remove(fs::path(dir) / kMetricsFile, ec);
+    if (!existed) fs::remove(dir, ec);  // only if empty
+}
+
+// Where the run stands, for messages: "epoch 3", or "epoch 3, batch 120 of 469" inside one.
+std::string position(const Trainer& t) {
+    if (t.progress().batch == 0) return "epoch " + std::to_string(t.epochs_done());
+    return "epoch " + std::to_string(t.epochs_done() + 1) + ", batch " + std::to_string(t.progress().batch) + " of " +
+           std::to_string(t.batches_per_epoch());
 }
 
 void run_train(TrainArgs& args, const CLI::App& cmd) {
     RunConfig config = args.config;
     as_usage_error([&] {
+        check(args.resume.empty() || args.init_from.empty(), "--resume and --init-from: give one or the other (--resume "
+              "continues a run, --init-from starts a new one from a model's weights)");
         config.model.hidden = parse_size_list(args.hidden, "--hidden");
         config.validate();
     });
-    std::string resumed_from;
+    // The checkpoint (or the weights to start from) is read and checked first, so that nothing
+    // is built or written for a file that cannot be used.
+    LoadedCheckpoint checkpoint;
     if (!args.resume.empty()) {
-        const SafetensorsData checkpoint = load_safetensors(args.resume);
-        config = merge_resumed(read_checkpoint_config(checkpoint).second, config, cmd);
-        resumed_from = args.resume;
+        checkpoint = read_checkpoint(model_file_of(args.resume));
+        const auto [spec, saved] = read_checkpoint_config(checkpoint.model);
+        check_file_fits(spec, checkpoint.model, "--resume");
+        config = merge_resumed(saved, config, cmd);
         as_usage_error([&] { config.validate(); });
+    }
+    SafetensorsData init;
+    if (!args.init_from.empty()) {
+        init = load_safetensors(model_file_of(args.init_from));
+        // A normnet model file brings its architecture unless --hidden or --norm say otherwise.
+        if (init.metadata.count("normnet.architecture") && cmd.count("--hidden") == 0 && cmd.count("--norm") == 0) {
+            config.model = read_checkpoint_config(init).first;
+            as_usage_error([&] { config.validate(); });
+        }
+        check_file_fits(config.model, init, "--init-from");
     }
     config.threads = config.resolved_threads();
     set_num_threads(config.threads);
 
-    // Everything that can fail on bad input happens before the run folder exists.
     const auto train = load_split(config, "train");
     const auto test = load_split(config, "test");
     Trainer trainer(config, train, test);
+    const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
-        trainer.resume(args.resume);
-        check(trainer.epochs_done() < config.epochs, "--resume ", args.resume, ": the checkpoint has already trained ",
-              trainer.epochs_done(), " of ", config.epochs, " epochs (pass --epochs N to train more)");
+        const ResumePoint resumed = trainer.resume(checkpoint);
+        check(trainer.epochs_done() < config.epochs, "--resume ", checkpoint.model.path,
+              ": the checkpoint has already trained ", trainer.epochs_done(), " of ", config.epochs,
+              " epochs (pass --epochs N to train more)");
+        complete_history(trainer.history(), resumed.has_history, trainer.epochs_done(),
+                         (fs::path(checkpoint_dir) / kMetricsFile).string());
     }
+    if (!args.init_from.empty()) trainer.init_from(init);
+
+    // Everything that can fail on bad input has happened; now the run folder.
     std::string dir = args.out;
-    if (dir.empty()) dir = args.resume.empty() ? default_run_dir() : std::filesystem::path(args.resume).parent_path().string();
+    if (dir.empty()) dir = args.resume.empty() ? default_run_dir() : checkpoint_dir;
     if (dir.empty()) dir = ".";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    check(!ec && std::filesystem::is_directory(dir), "--out ", dir, ": cannot create the run folder",
-          ec ? ": " + ec.message() : std::string(" (a file of that name exists)"));
-    write_config_json(dir, config, resumed_from);
-    const std::string metrics_path = (std::filesystem::path(dir) / "metrics.csv").string();
-    const bool append = !args.resume.empty() && std::filesystem::exists(metrics_path);
-    std::ofstream metrics(metrics_path, append ? std::ios::app : std::ios::trunc);
-    check(metrics.good(), "cannot write ", metrics_path);
-    if (!append) metrics << "epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n" << std::flush;
+    const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
+    const bool existed = fs::exists(dir);
+    const StopOnSignal signals;
+    prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
+                          "--resume " + dir + " to continue it");
+    if (continuing) settle_checkpoint_folder(checkpoint);
+    if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
+    write_config_json(dir, config, checkpoint.model.path, init.path);
+    const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
+    // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
+    write_file_atomic(metrics_path, metrics_csv(trainer.history()));
 
     const bool tty = stdout_is_terminal() && !args.quiet;
     if (!args.quiet) {
-        std::printf("normnet train: %s on %s (%lld train / %lld test images), %s lr %g, batch %lld, %lld epochs, %d threads\n",
+        std::printf("normnet train: %s on %s (%lld train / %lld test images), %s lr %g, batch %lld, %s, %s\n",
                     config.model.str().c_str(), config.dataset.c_str(), static_cast<long long>(train->size()),
                     static_cast<long long>(test->size()), config.optimizer.c_str(), config.lr,
-                    static_cast<long long>(config.batch_size), static_cast<long long>(config.epochs), config.threads);
+                    static_cast<long long>(config.batch_size), plural(config.epochs, "epoch").c_str(),
+                    plural(config.threads, "thread").c_str());
         std::printf("run folder: %s\n", dir.c_str());
+        if (!args.resume.empty()) std::printf("resuming from %s at %s\n", checkpoint.model.path.c_str(), position(trainer).c_str());
         std::fflush(stdout);
     }
-    EpochMetrics last;
-    double best = 0.0;
-    while (trainer.epochs_done() < config.epochs) {
-        const std::string label = "epoch " + std::to_string(trainer.epochs_done() + 1) + "/" + std::to_string(config.epochs);
-        ProgressBar bar(label, trainer.batches_per_epoch(), config.batch_size, tty);
-        last = trainer.run_epoch([&](int64_t batch, int64_t, double running_loss) {
-            char detail[32];
-            std::snprintf(detail, sizeof detail, "loss %.4f", running_loss);
-            bar.update(batch, detail);
-        });
-        bar.finish();
-        best = std::max(best, last.test_acc);
-        char line[256];
-        std::snprintf(line, sizeof line, "%s  train loss %.4f acc %s  test loss %.4f acc %s  lr %.2e  %s", label.c_str(),
-                      last.train_loss, percent(last.train_acc).c_str(), last.test_loss, percent(last.test_acc).c_str(),
-                      last.lr, format_duration(last.seconds).c_str());
-        if (!args.quiet) {
-            std::printf("%s\n", line);
-            std::fflush(stdout);
+    // The last checkpoint in this folder, named when a NaN stops the run.
+    std::string saved = continuing ? position(trainer) : "";
+    const auto interrupted = [&](int signal) {
+        return Interrupted(signal, str("normnet: stopped by ", StopOnSignal::name(signal), " at ", position(trainer),
+                                                  "; checkpoint saved, continue with: normnet train --resume ", dir));
+    };
+    try {
+        while (trainer.epochs_done() < config.epochs) {
+            const std::string label = "epoch " + std::to_string(trainer.epochs_done() + 1) + "/" + std::to_string(config.epochs);
+            ProgressBar bar(label, trainer.batches_per_epoch(), config.batch_size, tty);
+            const auto last = trainer.run_epoch(
+                [&](int64_t batch, int64_t, double running_loss) {
+                    char detail[32];
+                    std::snprintf(detail, sizeof detail, "loss %.4f", running_loss);
+                    bar.update(batch, detail);
+                },
+                [] { return StopOnSignal::requested() != 0; });
+            bar.finish();
+            if (!last) {  // a signal inside the epoch: save where it stopped
+                trainer.save_checkpoint(dir);
+                throw interrupted(StopOnSignal::requested());
+            }
+            if (!args.quiet) {
+                std::printf("%s  train loss %.4f acc %s  test loss %.4f acc %s  lr %.2e  %s%s\n", label.c_str(),
+                            last->train_loss, percent(last->train_acc).c_str(), last->test_loss,
+                            percent(last->test_acc).c_str(), last->lr, format_duration(last->seconds).c_str(),
+                            last->skipped ? ("  (" + plural(last->skipped, "step") + " skipped: non-finite)").c_str() : "");
+                std::fflush(stdout);
+            }
+            // The checkpoint first, then its metrics row: a crash between the two loses the row
+            // only until the next start rewrites metrics.csv from the checkpoint.
+            trainer.save_checkpoint(dir);
+            saved = position(trainer);
+            write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+            if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
-        char row[256];
-        std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6f,%.3f,%.6g\n", static_cast<long long>(last.epoch),
-                      last.train_loss, last.train_acc, last.test_loss, last.test_acc, last.seconds, last.lr);
-        metrics << row << std::flush;
-        trainer.save_checkpoint(dir);
+    } catch (const NonFinite& e) {
+        if (saved.empty()) discard_run_folder(dir, existed);
+        fail(e.what(), "; stopped without saving, ",
+             saved.empty() ? "no checkpoint was written" : "the checkpoint of " + saved + " in " + dir + " is kept",
+             " (try a lower --lr, --clip, or --on-nan skip)");
+    } catch (...) {
+        if (saved.empty()) discard_run_folder(dir, existed);
+        throw;
     }
-    std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(last.test_acc).c_str(),
-                percent(best).c_str(), (std::filesystem::path(dir) / "model.safetensors").c_str());
+    std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(trainer.history().back().test_acc).c_str(),
+                percent(best_accuracy(trainer.history())).c_str(), (fs::path(dir) / kModelFile).c_str());
 }
 
 }  // namespace
@@ -167,9 +248,14 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--lr", c.lr, "Peak learning rate")->capture_default_str();
     add_optimizer_options(*cmd, c);
     cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
-    cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")->capture_default_str();
+    cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")
+        ->check(kNonNegative)->capture_default_str();
+    cmd->add_option("--on-nan", c.on_nan, "A non-finite loss: stop (keep the last checkpoint) or skip the step")
+        ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
     cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
-    cmd->add_option("--resume", args->resume, "Continue from a model.safetensors written by normnet train");
+    cmd->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
+    cmd->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");
+    cmd->add_option("--init-from", args->init_from, "Start a new run from the weights of a model.safetensors (normnet's or PyTorch's)");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");
     cmd->callback([args, cmd] { run_train(*args, *cmd); });
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct DataLoaderOptions {
     bool shuffle = false;    // reshuffle every epoch; the order depends only on (seed, epoch)
     bool drop_last = false;  // drop the last batch when it is smaller than batch_size
     uint64_t seed = 0;
+    // Data parallelism: batch_size is the global batch, which must divide by num_replicas; every
+    // rank draws the same order and takes its contiguous slice of each global batch (rows
+    // [rank * b, (rank + 1) * b) of it, b = batch_size / num_replicas), so every global step sees
+    // exactly the single-process batch. A last partial batch is split the same way, which can
+    // leave a rank an empty slice (it still runs the step, as every collective needs it).
+    int64_t num_replicas = 1;
+    int64_t rank = 0;
 };
 
 /// How uint8 pixels become floats: x / 255, then optionally (x - mean) / std.
@@ -52,8 +60,10 @@ public:
 
     /// Number of examples.
     int64_t dataset_size() const { return size_; }
-    /// Batches per epoch.
+    /// Batches per epoch (global batches: the same on every rank).
     int64_t num_batches() const;
+    /// This rank's share of global batch `index`: its rows over the global batch's rows.
+    double share(int64_t index) const;
     /// The options given at construction.
     const DataLoaderOptions& options() const { return options_; }
     /// The epoch the next iteration runs (0 first); each full iteration moves to the next.
@@ -86,6 +96,8 @@ public:
 
 private:
     void shuffle_for_epoch(int64_t epoch);
+    /// The first row (in the epoch's order) and the number of rows of this rank's part of batch `index`.
+    std::pair<int64_t, int64_t> slice(int64_t index) const;
 
     std::shared_ptr<const Dataset> images_;
     ImageTransform transform_;

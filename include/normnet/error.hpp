@@ -19,12 +19,18 @@ public:
     explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+/// The parts streamed into one string, as c10::str: str("shape ", shape, " at ", i).
+template <class... Parts>
+std::string str(Parts&&... parts) {
+    std::ostringstream out;
+    (out << ... << std::forward<Parts>(parts));
+    return out.str();
+}
+
 /// Throws normnet::Error with the streamed parts as its message.
 template <class... Parts>
 [[noreturn]] void fail(Parts&&... parts) {
-    std::ostringstream out;
-    (out << ... << std::forward<Parts>(parts));
-    throw Error(out.str());
+    throw Error(str(std::forward<Parts>(parts)...));
 }
 
 /// Transitional eager form of NORMNET_CHECK (its parts are evaluated even when the check passes).

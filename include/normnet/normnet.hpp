@@ -5,6 +5,7 @@
 #include "normnet/autograd.hpp"
 #include "normnet/checkpoint.hpp"
 #include "normnet/data.hpp"
+#include "normnet/dist.hpp"
 #include "normnet/error.hpp"
 #include "normnet/export.hpp"
 #include "normnet/function.hpp"
@@ -15,4 +16,5 @@
 #include "normnet/ops.hpp"
 #include "normnet/optim.hpp"
 #include "normnet/tensor.hpp"
+#include "normnet/text.hpp"
 #include "normnet/threads.hpp"

@@ -60,19 +60,117 @@ NORMNET_API Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false);
 /// Mean over the dimensions `dims` (all when empty), keeping them as size 1 when keepdim.
 NORMNET_API Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false);
 
-// ---- loss.cpp ---------------------------------------------------------------------------------
+// ---- loss.cpp, loss_elementwise.cpp: losses with PyTorch's options ---------------------------
 /// log(softmax(x)) over the last dimension, computed stably.
 NORMNET_API Tensor log_softmax(const Tensor& x, int dim = -1);
-/// Mean over the batch of -log softmax(logits)[target]; logits [N, C], targets an int64 tensor
-/// [N] of class indices in [0, C). Fused: one pass forward, softmax - one_hot backward. Accurate
-/// to float32 rounding of the result for logits of +-1e4. An empty batch gives nan, as torch.
-NORMNET_API Tensor cross_entropy(const Tensor& logits, const Tensor& targets, float label_smoothing = 0.0f);
-/// Mean of (input - target)^2 over all elements (same shapes); gradient flows to input and
-/// target. Empty tensors give nan, as torch.
-NORMNET_API Tensor mse_loss(const Tensor& input, const Tensor& target);
+
+/// How a loss reduces its per-element values (torch::kNone, torch::kMean, torch::kSum).
+enum class Reduction : uint8_t { none, mean, sum };
+inline constexpr Reduction kNone = Reduction::none;
+inline constexpr Reduction kMean = Reduction::mean;
+inline constexpr Reduction kSum = Reduction::sum;
+
+/// Options of nll_loss and NLLLoss (torch::nn::NLLLossOptions), in libtorch's order, e.g.
+/// nll_loss(logp, target, {.ignore_index = 0, .reduction = kSum}).
+struct NLLLossOptions {
+    Tensor weight = {};           // per-class weights [C], or undefined (all 1); not differentiated
+    int64_t ignore_index = -100;  // targets equal to it add nothing and do not count in the mean
+    Reduction reduction = kMean;  // mean: sum of weighted losses / sum of the weights of the targets
+};
+using NLLLossFuncOptions = NLLLossOptions;
+
+/// Options of cross_entropy and CrossEntropyLoss (torch::nn::CrossEntropyLossOptions).
+struct CrossEntropyLossOptions {
+    Tensor weight = {};            // per-class weights [C], or undefined; not differentiated
+    int64_t ignore_index = -100;   // class-index targets only
+    Reduction reduction = kMean;
+    double label_smoothing = 0.0;  // in [0, 1]: the target is mixed with the uniform distribution
+};
+using CrossEntropyFuncOptions = CrossEntropyLossOptions;
+
+/// Options of binary_cross_entropy and BCELoss (torch::nn::BCELossOptions).
+struct BCELossOptions {
+    Tensor weight = {};  // broadcast to the input's shape; not differentiated
+    Reduction reduction = kMean;
+};
+using BinaryCrossEntropyFuncOptions = BCELossOptions;
+
+/// Options of binary_cross_entropy_with_logits and BCEWithLogitsLoss (torch::nn::BCEWithLogitsLossOptions).
+struct BCEWithLogitsLossOptions {
+    Tensor weight = {};  // broadcast to the input's shape; not differentiated
+    Reduction reduction = kMean;
+    Tensor pos_weight = {};  // weight of the positive term, broadcast to the input ([C] for [N, C]); not differentiated
+};
+using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsLossOptions;
+
+/// Options of l1_loss and L1Loss; of mse_loss and MSELoss.
+struct L1LossOptions {
+    Reduction reduction = kMean;
+};
+using L1LossFuncOptions = L1LossOptions;
+struct MSELossOptions {
+    Reduction reduction = kMean;
+};
+using MSELossFuncOptions = MSELossOptions;
+
+/// Options of smooth_l1_loss and SmoothL1Loss: quadratic below beta (>= 0; 0 is l1_loss).
+struct SmoothL1LossOptions {
+    Reduction reduction = kMean;
+    double beta = 1.0;
+};
+using SmoothL1LossFuncOptions = SmoothL1LossOptions;
+
+/// Options of huber_loss and HuberLoss: quadratic below delta (> 0), linear with slope delta above.
+struct HuberLossOptions {
+    Reduction reduction = kMean;
+    double delta = 1.0;
+};
+using HuberLossFuncOptions = HuberLossOptions;
+
+/// The negative log-likelihood of class indices: input of log-probabilities [N, C], [N, C, d1, ...]
+/// or [C]; target int64 [N], [N, d1, ...] or [] with values in [0, C) or ignore_index.
+/// loss = -weight[t] * input[t]; mean divides by the summed weights of the counted targets (nan
+/// when there are none, as torch).
+NORMNET_API Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
+/// log_softmax over the class dimension (1, or 0 for an unbatched [C] input) and nll_loss, fused:
+/// one pass forward saving each position's max and log-sum-exp, softmax - target backward.
+/// target is either class indices (int64, shaped as for nll_loss) or class probabilities
+/// (float32, the input's shape; differentiable). Label smoothing, weights and reductions as
+/// torch 1.13; accurate to float32 rounding for logits of +-1e4.
+NORMNET_API Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                                 const CrossEntropyFuncOptions& options = {});
+/// cross_entropy(input, target, {.label_smoothing = label_smoothing}).
+NORMNET_API Tensor cross_entropy(const Tensor& input, const Tensor& target, float label_smoothing);
 /// How many rows of logits [N, C] have their largest value at the target class (ties: first);
 /// targets an int64 tensor [N].
 NORMNET_API int64_t count_correct(const Tensor& logits, const Tensor& targets);
+
+// The elementwise losses take input and target of the same shape (torch broadcasts them with a
+// warning that the result is likely wrong; normnet refuses) and are differentiable in both.
+/// -weight * (target * log(input) + (1 - target) * log(1 - input)), each log clamped at -100 as
+/// torch; input in [0, 1].
+NORMNET_API Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyFuncOptions& options = {});
+/// binary_cross_entropy(sigmoid(input), target) with pos_weight on the positive term, computed
+/// stably: (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus(-input).
+NORMNET_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                                    const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
+/// |input - target|.
+NORMNET_API Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
+/// (input - target)^2; empty tensors give nan under the mean, as torch.
+NORMNET_API Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
+/// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta, for d = input - target.
+NORMNET_API Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                                  const SmoothL1LossFuncOptions& options = {});
+/// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), for d = input - target.
+NORMNET_API Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {});
+
+// ---- dropout.cpp ------------------------------------------------------------------------------
+/// In training, zeroes each element with probability p and scales the others by 1 / (1 - p), as
+/// torch.nn.functional.dropout; the mask comes from `gen` and is the same for the same seed
+/// whatever the thread count. Returns x itself when not training, when p is 0 or x is empty.
+NORMNET_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
+                           Generator& gen = default_generator());
 
 // ---- norm.cpp ---------------------------------------------------------------------------------
 /// Layer normalisation over the trailing dimensions given by normalized_shape: per sample,
@@ -166,5 +264,33 @@ NORMNET_API Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, Size2 stri
 /// Mean over output_size (OH, OW) windows covering input [N, C, H, W] (or [C, H, W]): window i
 /// spans [floor(i * H / OH), ceil((i + 1) * H / OH)), as torch.
 NORMNET_API Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
+
+// ---- rnn.cpp: recurrent layers, fused over the whole sequence ---------------------------------
+/// One LSTM layer (torch.nn.LSTM's cell, gates i, f, g, o) over a batch-first sequence input
+/// [N, T, I]: w_ih [4H, I], w_hh [4H, H], biases [4H] (either may be undefined), initial states
+/// h0, c0 [N, H] (undefined: zeros). Returns the hidden states [N, T, H]. With `lengths` (int64
+/// [N], each in [1, T]) sample n runs lengths[n] steps: later steps output zeros, keep its state
+/// and take no gradient. When c_n is given it receives the final cell states [N, H] (not
+/// differentiable; the final hidden states are last_step(output, lengths), which is).
+NORMNET_API Tensor lstm_layer(const Tensor& input, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
+                              const Tensor& w_hh, const Tensor& b_ih = {}, const Tensor& b_hh = {},
+                              const Tensor& lengths = {}, Tensor* c_n = nullptr);
+/// One GRU layer (torch.nn.GRU's cell, gates r, z, n) over a batch-first sequence, as lstm_layer:
+/// w_ih [3H, I], w_hh [3H, H], biases [3H], h0 [N, H].
+NORMNET_API Tensor gru_layer(const Tensor& input, const Tensor& h0, const Tensor& w_ih, const Tensor& w_hh,
+                             const Tensor& b_ih = {}, const Tensor& b_hh = {}, const Tensor& lengths = {});
+/// output [N, T, H] at each sample's last step (lengths[n] - 1, or T - 1 without lengths) -> [N, H].
+NORMNET_API Tensor last_step(const Tensor& output, const Tensor& lengths = {});
+
+// ---- attention.cpp ----------------------------------------------------------------------------
+/// softmax(query @ key^T * scale + mask) @ value over the last two dimensions (torch's
+/// F.scaled_dot_product_attention): query [*, L, E], key [*, S, E], value [*, S, Ev] -> [*, L, Ev].
+/// attn_mask broadcasts to [*, L, S]: bool (true = may attend) or float (added to the scores).
+/// is_causal masks j > i. scale defaults to 1 / sqrt(E). dropout_p drops attention weights
+/// (scaled by 1 / (1 - p)) with `generator` (the default generator when null).
+NORMNET_API Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                const Tensor& attn_mask = {}, double dropout_p = 0.0,
+                                                bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                                Generator* generator = nullptr);
 
 }  // namespace normnet

@@ -20,6 +20,10 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
 
 void check_options(const DataLoaderOptions& o) {
     NORMNET_CHECK(o.batch_size > 0, "DataLoader: batch_size must be positive, got ", o.batch_size);
+    NORMNET_CHECK(o.num_replicas >= 1 && o.rank >= 0 && o.rank < o.num_replicas, "DataLoader: rank ", o.rank,
+                  " is not in [0, num_replicas = ", o.num_replicas, ")");
+    NORMNET_CHECK(o.batch_size % o.num_replicas == 0, "DataLoader: the global batch_size ", o.batch_size,
+                  " does not divide by num_replicas ", o.num_replicas);
 }
 
 // Reuses `t` when it already has `shape` and `dtype` and nobody else holds it or its data; else
@@ -73,9 +77,24 @@ DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& o
     order_.resize(static_cast<size_t>(size_));
 }
 
+std::pair<int64_t, int64_t> DataLoader::slice(int64_t index) const {
+    const int64_t global_start = index * options_.batch_size;
+    const int64_t global_rows = std::min(options_.batch_size, size_ - global_start);
+    const int64_t per_rank = options_.batch_size / options_.num_replicas;
+    const int64_t begin = std::min(global_rows, options_.rank * per_rank);
+    const int64_t end = std::min(global_rows, begin + per_rank);
+    return {global_start + begin, end - begin};
+}
+
+double DataLoader::share(int64_t index) const {
+    const int64_t global_rows = std::min(options_.batch_size, size_ - index * options_.batch_size);
+    return global_rows > 0 ? static_cast<double>(slice(index).second) / static_cast<double>(global_rows) : 0.0;
+}
+
 int64_t DataLoader::num_batches() const {
+    // size_ / b rounded up, without forming size_ + b - 1 (which overflows for b near INT64_MAX).
     const int64_t b = options_.batch_size;
-    return options_.drop_last ? size_ / b : (size_ + b - 1) / b;
+    return size_ / b + (!options_.drop_last && size_ % b != 0 ? 1 : 0);
 }
 
 void DataLoader::shuffle_for_epoch(int64_t epoch) {
@@ -107,8 +126,8 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
 void DataLoader::fill(int64_t index, Batch& batch) const {
     NORMNET_CHECK(index >= 0 && index < num_batches(), "DataLoader: batch ", index, " out of range (", num_batches(),
           " batches)");
-    const int64_t start = index * options_.batch_size;
-    const int64_t B = std::min(options_.batch_size, size_ - start);
+    // This rank's slice of the global batch.
+    const auto [start, B] = slice(index);
     const int64_t* rows = order_.data() + start;
     if (images_) {
         const int64_t F = images_->features();

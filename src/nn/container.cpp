@@ -1,14 +1,9 @@
-// Sequential: children named "0", "1", ... run in order.
+// Sequential's forward, ModuleDict's keyed access and Functional.
 #include "normnet/nn/container.hpp"
 
+#include <algorithm>
+
 namespace normnet {
-
-
-Sequential::Sequential(std::initializer_list<AnyModule> modules) {
-    for (const auto& m : modules) push_back(m);
-}
-
-void Sequential::push_back(AnyModule module) { add_child(std::to_string(size()), module.ptr()); }
 
 Tensor Sequential::forward(const Tensor& x) {
     Tensor h = x;
@@ -16,9 +11,50 @@ Tensor Sequential::forward(const Tensor& x) {
     return h;
 }
 
-const std::shared_ptr<Module>& Sequential::operator[](size_t index) const {
-    NORMNET_CHECK(index < size(), "Sequential: index ", index, " is out of range for ", size(), " modules");
-    return named_children()[index].second;
+// ---------------------------------------------------------------- ModuleDict
+
+ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, AnyModule>> modules) {
+    for (const auto& [key, module] : modules) insert(key, module);
 }
+
+void ModuleDict::insert(const std::string& key, AnyModule module) { replace_child(key, module.ptr()); }
+
+const std::shared_ptr<Module>& ModuleDict::operator[](const std::string& key) const {
+    for (const auto& [name, module] : named_children()) {
+        if (name == key) return module;
+    }
+    fail("ModuleDict: no module under key '", key, "'");
+}
+
+bool ModuleDict::contains(const std::string& key) const {
+    const auto& items = named_children();
+    return std::any_of(items.begin(), items.end(), [&](const auto& item) { return item.first == key; });
+}
+
+std::shared_ptr<Module> ModuleDict::pop(const std::string& key) {
+    NORMNET_CHECK(contains(key), "ModuleDict: no module under key '", key, "'");
+    return remove_child(key);
+}
+
+std::vector<std::string> ModuleDict::keys() const {
+    std::vector<std::string> out;
+    for (const auto& [name, module] : named_children()) out.push_back(name);
+    return out;
+}
+
+std::shared_ptr<Module> ModuleDict::clone() const {
+    auto copy = std::make_shared<ModuleDict>();
+    for (const auto& [name, module] : named_children()) copy->insert(name, module->clone());
+    copy->copy_state_from(*this, false);
+    return copy;
+}
+
+// ---------------------------------------------------------------- Functional
+
+Functional::Functional(Function function) : function_(std::move(function)) {
+    NORMNET_CHECK(function_ != nullptr, "Functional: the function is empty");
+}
+
+Tensor Functional::forward(const Tensor& x) { return function_(x); }
 
 }  // namespace normnet

@@ -29,7 +29,7 @@ namespace normnet::detail {
 
 /// Inputs a node holds inline (more, as cat's, come from the small-object pool); most saved tensors.
 inline constexpr int kInlineInputs = 4;
-inline constexpr int kMaxSaved = 6;
+inline constexpr int kMaxSaved = 8;
 
 /// The two ways a backward kernel stores an input's gradient element.
 struct Overwrite {

@@ -4,6 +4,7 @@
 // (tests/golden/schedule.safetensors).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "normnet/optim.hpp"
@@ -41,7 +42,11 @@ LRScheduler::LRScheduler(Optimizer& optimizer, LRSchedulerOptions options)
     optimizer_->set_lr(lr_at(0));
 }
 
-void LRScheduler::step() { set_position(position_ + 1); }
+void LRScheduler::step() {
+    // A position restored from a checkpoint can be anything up to INT64_MAX; never overflow it.
+    check(position_ < std::numeric_limits<int64_t>::max(), "LRScheduler: cannot step past position ", position_);
+    set_position(position_ + 1);
+}
 
 void LRScheduler::set_position(int64_t t) {
     NORMNET_CHECK(t >= 0, "LRScheduler: position must be >= 0, got ", t);

@@ -9,7 +9,7 @@
 namespace normnet {
 
 /// max(x, 0) elementwise.
-class NORMNET_API ReLU : public Module {
+class NORMNET_API ReLU : public Cloneable<ReLU> {
 public:
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "ReLU"; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +24,7 @@ struct LayerNormOptions {
 
 /// Normalises each sample over its trailing normalized_shape dimensions (mean and biased
 /// variance of that sample), then scales by weight (init 1) and shifts by bias (init 0).
-class NORMNET_API LayerNorm : public Module {
+class NORMNET_API LayerNorm : public Cloneable<LayerNorm> {
 public:
     /// A layer from its options. Name the struct when using designated initialisers:
     /// LayerNorm(LayerNormOptions{.normalized_shape = {300}, .eps = 1e-5}); GCC 12 finds
@@ -79,6 +80,14 @@ public:
 protected:
     /// Registers the parameters and buffers `common` asks for; `layer` names the layer in messages.
     NormBase(const BatchNormOptions& common, const char* layer);
+    /// clone() of a layer M derived from NormBase (as Cloneable<M> would: M(options()), then the
+    /// state copied; these layers draw nothing at construction).
+    template <class M>
+    static std::shared_ptr<Module> clone_of(const M& self) {
+        auto copy = std::make_shared<M>(self.options());
+        copy->copy_state_from(self);
+        return copy;
+    }
     /// The options in BatchNormOptions' shape.
     const BatchNormOptions& common() const { return common_; }
     /// Throws unless x [N, C, ...] has num_features channels (torch's running_mean message).
@@ -114,6 +123,7 @@ public:
     /// BatchNorm1d(300), as torch::nn::BatchNorm1d(300).
     explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNorm1dOptions{num_features}) {}
     std::string type_name() const override { return "BatchNorm1d"; }
+    std::shared_ptr<Module> clone() const override { return clone_of(*this); }
 
 protected:
     void check_input_dim(const Tensor& x) const override;
@@ -128,6 +138,7 @@ public:
     /// BatchNorm2d(32), as torch::nn::BatchNorm2d(32).
     explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNorm2dOptions{num_features}) {}
     std::string type_name() const override { return "BatchNorm2d"; }
+    std::shared_ptr<Module> clone() const override { return clone_of(*this); }
 
 protected:
     void check_input_dim(const Tensor& x) const override;
@@ -157,6 +168,7 @@ public:
     explicit InstanceNorm2d(int64_t num_features) : InstanceNorm2d(InstanceNorm2dOptions{num_features}) {}
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "InstanceNorm2d"; }
+    std::shared_ptr<Module> clone() const override { return clone_of(*this); }
     /// The options given at construction.
     const InstanceNormOptions& options() const { return options_; }
 
@@ -176,7 +188,7 @@ struct GroupNormOptions {
 /// [N, C, *] fall into num_groups groups, each normalised over its channels and trailing
 /// dimensions, then a per-channel weight [C] (init 1) and bias [C] (init 0). num_groups 1 is
 /// the paper's LayerNorm, num_groups == num_channels InstanceNorm. Same in training and eval.
-class NORMNET_API GroupNorm : public Module {
+class NORMNET_API GroupNorm : public Cloneable<GroupNorm> {
 public:
     /// A layer from its options, e.g. GroupNorm(GroupNormOptions{.num_groups = 2, .num_channels = 32, .affine = false}).
     explicit GroupNorm(const GroupNormOptions& options);
@@ -205,7 +217,7 @@ struct RMSNormOptions {
 };
 
 /// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dimensions.
-class NORMNET_API RMSNorm : public Module {
+class NORMNET_API RMSNorm : public Cloneable<RMSNorm> {
 public:
     /// A layer from its options, e.g. RMSNorm(RMSNormOptions{.normalized_shape = {300}, .eps = 1e-6}).
     explicit RMSNorm(const RMSNormOptions& options);

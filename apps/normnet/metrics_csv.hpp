@@ -1,0 +1,25 @@
+// metrics.csv of a run folder: one row per finished epoch, rewritten whole (atomically) after
+// every checkpoint from the run's history, so it never has a duplicate, missing or torn row. The
+// checkpoint keeps every column but the seconds (so that the same run always writes the same
+// checkpoint bytes); those come from the file itself when a resumed run rewrites it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trainer.hpp"
+
+namespace normnet::cli {
+
+/// The header and one row per epoch of `history` (an unknown number of seconds is an empty cell).
+std::string metrics_csv(const std::vector<EpochMetrics>& history);
+
+/// The rows of an existing metrics.csv by epoch (nothing when it is absent; malformed rows are left out).
+std::map<int64_t, EpochMetrics> read_metrics_csv(const std::string& path);
+
+/// Completes a resumed run's history from the metrics.csv it wrote before: the seconds of each
+/// epoch, and for a checkpoint older than the history it carries (has_history false), the rows.
+void complete_history(std::vector<EpochMetrics>& history, bool has_history, int64_t epochs, const std::string& path);
+
+}  // namespace normnet::cli

@@ -1,0 +1,148 @@
+// The run folder: committing and reading checkpoint pairs, and preparing output folders.
+#include "run_folder.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "normnet/error.hpp"
+
+namespace normnet::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The model file's metadata key for the checksum of its training state.
+constexpr const char* kStateChecksum = "normnet.training_state_fnv1a";
+
+// FNV-1a (64 bits) of a file's bytes, as 16 hex digits: identifies which training state a model
+// file belongs to (not a defence against forgery, which needs none here). "" when unreadable.
+std::string file_checksum(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "";
+    uint64_t h = 14695981039346656037ull;
+    char buffer[1 << 16];
+    while (in) {
+        in.read(buffer, sizeof buffer);
+        for (std::streamsize i = 0; i < in.gcount(); ++i) {
+            h ^= static_cast<unsigned char>(buffer[i]);
+            h *= 1099511628211ull;
+        }
+    }
+    if (in.bad()) return "";
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return hex;
+}
+
+std::string in_folder(const std::string& dir, const char* name) { return (fs::path(dir) / name).string(); }
+
+std::string metadata_value(const SafetensorsData& data, const std::string& key) {
+    const auto it = data.metadata.find(key);
+    return it == data.metadata.end() ? "" : it->second;
+}
+
+}  // namespace
+
+const std::vector<std::string>& run_files() {
+    static const std::vector<std::string> files{kModelFile, kStateFile, kNextStateFile, kMetricsFile, kConfigFile};
+    return files;
+}
+
+const std::vector<std::string>& checkpoint_files() {
+    static const std::vector<std::string> files{kModelFile};
+    return files;
+}
+
+void commit_checkpoint(const std::string& dir, CheckpointContents contents) {
+    const std::string next = in_folder(dir, kNextStateFile);
+    save_safetensors(next, contents.state, contents.state_metadata);
+    // The checksum of what is on the disk, read back: the pair is verified, not assumed.
+    const std::string checksum = file_checksum(next);
+    check(!checksum.empty(), "cannot read back ", next);
+    contents.model_metadata[kStateChecksum] = checksum;
+    try {
+        save_safetensors(in_folder(dir, kModelFile), contents.model, contents.model_metadata);
+    } catch (const Error&) {
+        std::error_code ignored;
+        fs::remove(next, ignored);  // no model will ever name it
+        throw;
+    }
+    std::error_code ec;
+    fs::rename(next, in_folder(dir, kStateFile), ec);
+    check(!ec, "cannot write ", in_folder(dir, kStateFile), ": ", ec.message());
+}
+
+std::string model_file_of(const std::string& path) {
+    std::error_code ec;
+    return fs::is_directory(path, ec) ? in_folder(path, kModelFile) : path;
+}
+
+LoadedCheckpoint read_checkpoint(const std::string& model_path) {
+    LoadedCheckpoint c;
+    c.model = load_safetensors(model_path);
+    const std::string dir = fs::path(model_path).parent_path().string();
+    const std::string state = in_folder(dir, kStateFile), next = in_folder(dir, kNextStateFile);
+    const std::string wanted = metadata_value(c.model, kStateChecksum);
+    std::error_code ec;
+    const bool have_next = fs::exists(next, ec);
+    if (wanted.empty()) {
+        // Written before checkpoints carried a checksum: the state of the same epoch belongs to it.
+        check(fs::exists(state, ec), "--resume ", model_path, ": its training state ", state, " is missing");
+        c.state = load_safetensors(state);
+        check(metadata_value(c.state, "normnet.epoch") == metadata_value(c.model, "normnet.epoch"), state,
+              ": training state is from another epoch than ", model_path);
+        c.state_path = state;
+        return c;
+    }
+    for (const std::string& candidate : {state, next}) {
+        if (!fs::exists(candidate, ec) || file_checksum(candidate) != wanted) continue;
+        c.state = load_safetensors(candidate);
+        c.state_path = candidate;
+        if (candidate == state && have_next) {
+            c.note = "ignoring " + next + ", the training state of a checkpoint whose model was never written";
+        }
+        return c;
+    }
+    fail("--resume ", model_path, ": no training state beside it matches it (",
+         fs::exists(state, ec) ? state + " belongs to another checkpoint" : state + " is missing", ")");
+}
+
+void settle_checkpoint_folder(const LoadedCheckpoint& checkpoint) {
+    const std::string dir = fs::path(checkpoint.model.path).parent_path().string();
+    const std::string state = in_folder(dir, kStateFile), next = in_folder(dir, kNextStateFile);
+    std::error_code ec;
+    if (checkpoint.state_path == next) {
+        fs::rename(next, state, ec);  // step 3 of the commit the crash interrupted
+        check(!ec, "cannot rename ", next, " to ", state, ": ", ec.message());
+    } else if (checkpoint.state_path == state) {
+        fs::remove(next, ec);  // written by a commit that never reached its model
+    }
+    remove_stale_temporaries(dir.empty() ? "." : dir);
+}
+
+void prepare_output_folder(const std::string& dir, const std::string& option, const std::vector<std::string>& results,
+                           const std::vector<std::string>& outputs, bool overwrite, bool continuing,
+                           const std::string& alternative) {
+    std::error_code ec;
+    check(!fs::exists(dir, ec) || fs::is_directory(dir, ec), option, " ", dir,
+          ": cannot create the output folder (a file of that name exists)");
+    fs::create_directories(dir, ec);
+    check(!ec && fs::is_directory(dir), option, " ", dir, ": cannot create the output folder",
+          ec ? ": " + ec.message() : std::string());
+    remove_stale_temporaries(dir);
+    if (continuing) return;
+    std::string found;
+    for (const std::string& name : results) {
+        if (fs::exists(fs::path(dir) / name, ec)) found += (found.empty() ? "" : ", ") + name;
+    }
+    check(found.empty() || overwrite, option, " ", dir, " already holds the outputs of an earlier run (", found,
+          "): pass --overwrite to replace them", alternative.empty() ? "" : ", " + alternative, ", or choose another folder");
+    // Overwritten outputs, or the leftovers of a run that never got as far as a result.
+    for (const std::string& name : outputs) {
+        fs::remove(fs::path(dir) / name, ec);
+        check(!ec, option, " ", dir, ": cannot remove ", name, ": ", ec.message());
+    }
+}
+
+}  // namespace normnet::cli

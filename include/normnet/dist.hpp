@@ -1,0 +1,77 @@
+// Data-parallel training over MPI, in torch.distributed's terms: a process group of all the
+// processes a launcher (mpirun, srun, any PMIx launcher) started, collectives on tensors, and
+// the pieces of a data-parallel step: broadcast the model from rank 0, average the gradients
+// after backward. Built with -DNORMNET_MPI=ON (the default where CMake finds MPI); without MPI,
+// or run without a launcher, the group is the one process itself and every collective is a copy.
+//
+//   dist::init_process_group();
+//   dist::broadcast_module(model);                  // every rank starts from rank 0's weights
+//   dist::GradientAllReduce reduce(model.parameters());
+//   for (...) {                                      // each rank on its shard of the batch
+//       loss = cross_entropy(model(x_local), y_local);
+//       loss.backward();
+//       reduce.all_reduce(local_batch / global_batch);  // grads = the global batch's gradient
+//       optimizer.step_and_zero_grad();
+//   }
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "normnet/export.hpp"
+#include "normnet/module.hpp"
+#include "normnet/tensor.hpp"
+
+namespace normnet::dist {
+
+/// How all_reduce combines the ranks' values.
+enum class ReduceOp { sum, max, min };
+
+/// True when this normnet was built with MPI.
+NORMNET_API bool is_available();
+/// Joins the process group of the launcher's processes (MPI_Init_thread, once; later calls do
+/// nothing). Without MPI or a launcher, a group of one. Finalised at exit.
+NORMNET_API void init_process_group();
+/// True once init_process_group() has run.
+NORMNET_API bool is_initialized();
+/// This process's rank in [0, world size) and the number of processes (1 before init).
+NORMNET_API int get_rank();
+NORMNET_API int get_world_size();
+/// Waits until every rank has reached this call.
+NORMNET_API void barrier();
+
+/// t (float32 or int64, contiguous) becomes the combination over all ranks of their t, in place.
+NORMNET_API void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum);
+/// The same for plain doubles (metrics: loss sums, counts).
+NORMNET_API void all_reduce(double* values, int64_t n, ReduceOp op = ReduceOp::sum);
+/// t (contiguous) takes the values of rank src's t.
+NORMNET_API void broadcast(Tensor& t, int src = 0);
+/// Rank k's t at row k of the result: [world size, *t.shape] (the same shape on every rank).
+NORMNET_API Tensor all_gather(const Tensor& t);
+
+/// Every parameter and buffer of module takes rank src's values (the start of data parallelism).
+NORMNET_API void broadcast_module(const Module& module, int src = 0);
+
+/// Averages gradients across ranks with one all-reduce per step over one flat buffer (made once;
+/// no allocation per step): all_reduce(scale) packs every parameter's gradient (zeros where a
+/// parameter has none on this rank), sums it over the ranks after multiplying by `scale` (this
+/// rank's share of the global batch, so the sum is the global batch's gradient), and writes the
+/// result back into every parameter's .grad. Every rank must call it, also one without samples.
+class NORMNET_API GradientAllReduce {
+public:
+    explicit GradientAllReduce(std::vector<Tensor> params);
+    void all_reduce(float scale);
+    /// Seconds spent inside the MPI call, summed over all calls (for benchmarks).
+    double seconds_in_allreduce() const { return seconds_; }
+
+private:
+    std::vector<Tensor> params_;
+    Tensor flat_;
+    double seconds_ = 0.0;
+};
+
+/// Ends the whole job (every rank) with exit status `code`, as MPI_Abort: for a rank that cannot
+/// go on, so the others do not wait for it forever. Without MPI, std::exit(code).
+[[noreturn]] NORMNET_API void abort_job(int code);
+
+}  // namespace normnet::dist

@@ -1,0 +1,18 @@
+// Dropout: options checked at construction, forward through the functional op.
+#include "normnet/nn/dropout.hpp"
+
+#include "normnet/ops.hpp"
+#include "repr.hpp"
+
+namespace normnet {
+
+Dropout::Dropout(const DropoutOptions& options) : options_(options) {
+    NORMNET_CHECK(options.p >= 0.0 && options.p <= 1.0,
+                  "Dropout: dropout probability has to be between 0 and 1, but got ", options.p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, options_.p, is_training()); }
+
+std::string Dropout::extra_repr() const { return "p=" + detail::python_float_repr(options_.p) + ", inplace=False"; }
+
+}  // namespace normnet

@@ -1,0 +1,95 @@
+// The collectives of normnet::dist and a data-parallel step, run by ctest under
+// `mpirun -np 2|4` (tests/CMakeLists.txt): every rank runs the same checks; the first failure
+// prints the rank and ends the job with a non-zero status.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "normnet/normnet.hpp"
+
+using namespace normnet;
+
+namespace {
+
+int g_rank = 0;
+
+void require(bool ok, const std::string& what) {
+    if (ok) return;
+    std::fprintf(stderr, "dist_test: rank %d: FAILED: %s\n", g_rank, what.c_str());
+    dist::abort_job(1);
+}
+
+// The seed-like model every rank builds from the same seed.
+Sequential make_model(uint64_t seed) {
+    manual_seed(seed);
+    return Sequential{Linear(8, 16), ReLU(), LayerNorm({16}), Linear(16, 3)};
+}
+
+// Inputs and labels of a global batch of n rows, the same on every rank.
+std::pair<Tensor, Tensor> global_batch(int64_t n) {
+    Generator gen(42);
+    Tensor x = randn({n, 8}, gen);
+    Tensor y = empty({n}, kInt64);
+    for (int64_t i = 0; i < n; ++i) y.data_ptr<int64_t>()[i] = static_cast<int64_t>(gen.below(3));
+    return {x, y};
+}
+
+}  // namespace
+
+int main() {
+    dist::init_process_group();
+    g_rank = dist::get_rank();
+    const int world = dist::get_world_size();
+    require(dist::is_available(), "built with MPI");
+    require(world >= 2, "run under mpirun with at least 2 processes");
+
+    // all_reduce: float32 and int64, sum/max/min.
+    Tensor f = full({5}, static_cast<double>(g_rank + 1));
+    dist::all_reduce(f);
+    require(f.to_vector() == std::vector<float>(5, static_cast<float>(world * (world + 1) / 2)), "all_reduce sum");
+    Tensor i = full({3}, static_cast<double>(g_rank), kInt64);
+    dist::all_reduce(i, dist::ReduceOp::max);
+    require(i.to_vector<int64_t>() == std::vector<int64_t>(3, world - 1), "all_reduce max of int64");
+    double d[2] = {1.0, static_cast<double>(g_rank)};
+    dist::all_reduce(d, 2, dist::ReduceOp::min);
+    require(d[0] == 1.0 && d[1] == 0.0, "all_reduce min of doubles");
+    // broadcast and all_gather.
+    Tensor b = full({2, 2}, static_cast<double>(g_rank == 1 ? 7 : -1));
+    dist::broadcast(b, 1);
+    require(b.to_vector() == std::vector<float>(4, 7.0f), "broadcast from rank 1");
+    const Tensor g = dist::all_gather(full({2}, static_cast<double>(g_rank)));
+    require(g.shape() == Shape{world, 2}, "all_gather shape");
+    for (int r = 0; r < world; ++r) require(g.at({r, 1}) == static_cast<float>(r), "all_gather row " + std::to_string(r));
+    dist::barrier();
+
+    // broadcast_module: ranks seeded differently end with rank 0's weights.
+    Sequential model = make_model(100 + static_cast<uint64_t>(g_rank));
+    dist::broadcast_module(model);
+    const Sequential reference = make_model(100);
+    const NamedTensors mine = model.state_dict(), theirs = reference.state_dict();
+    for (size_t k = 0; k < mine.size(); ++k) require(mine[k].second.to_vector() == theirs[k].second.to_vector(), mine[k].first);
+
+    // One data-parallel step equals the single-process step on the whole batch (to rounding):
+    // rank r takes its contiguous slice of the global batch, scales by its share, all-reduces.
+    const int64_t global = 4 * world + 3;  // not divisible: ranks get different shares
+    const auto [x, y] = global_batch(global);
+    const int64_t per = (global + world - 1) / world;
+    const int64_t begin = std::min<int64_t>(global, g_rank * per), end = std::min<int64_t>(global, begin + per);
+    dist::GradientAllReduce reduce(model.parameters());
+    model.zero_grad();
+    if (end > begin) cross_entropy(model(x.narrow(0, begin, end - begin)), y.narrow(0, begin, end - begin)).backward();
+    reduce.all_reduce(static_cast<float>(end - begin) / static_cast<float>(global));
+    Sequential single = make_model(100);
+    cross_entropy(single(x), y).backward();
+    const NamedTensors p = model.named_parameters(), q = single.named_parameters();
+    for (size_t k = 0; k < p.size(); ++k) {
+        const std::vector<float> a = p[k].second.grad().to_vector(), e = q[k].second.grad().to_vector();
+        for (size_t j = 0; j < a.size(); ++j) {
+            require(std::abs(a[j] - e[j]) <= 1e-6f + 1e-5f * std::abs(e[j]),
+                    "gradient of " + p[k].first + " element " + std::to_string(j) + ": " + std::to_string(a[j]) +
+                        " vs " + std::to_string(e[j]));
+        }
+    }
+    if (g_rank == 0) std::printf("dist_test: %d ranks: collectives, broadcast_module and a data-parallel step ok\n", world);
+    return 0;
+}
