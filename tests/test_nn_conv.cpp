@@ -1,7 +1,7 @@
 // The convolutional layers as modules: Conv2d (parameters, PyTorch's initialisation, repr,
 // options), the pooling layers, BatchNorm2d, InstanceNorm2d and GroupNorm over golden training
 // steps, LayerNorm over [C, H, W], gradcheck of every layer, and the issue-12 CNN with each
-// normalisation: PyTorch's repr and state_dict names and shapes, and a few training steps.
+// normalisation: PyTorch's repr and state_dict names and shapes, clone(), a few training steps.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,14 +13,6 @@ using test::leaf;
 using test::require_close;
 
 namespace {
-
-// torch.nn.Flatten(1) for the CNN test (the library's own Flatten arrives with issue 11).
-class TestFlatten : public Module {
-public:
-    Tensor forward(const Tensor& x) override { return x.flatten(1); }
-    std::string type_name() const override { return "Flatten"; }
-    std::string extra_repr() const override { return "start_dim=1, end_dim=-1"; }
-};
 
 // "name:[shape];..." of a state_dict, as the golden stores torch's.
 std::string describe(const NamedTensors& state) {
@@ -47,7 +39,7 @@ Sequential cnn(const std::string& norm) {
                       norm_layer(64),
                       ReLU(),
                       MaxPool2d(2),
-                      TestFlatten(),
+                      Flatten(),
                       Linear(3136, 128),
                       ReLU(),
                       Linear(128, 10)};
@@ -315,6 +307,27 @@ TEST_CASE("the issue-12 CNN: PyTorch's repr and state_dict with every normalisat
         Sequential model = cnn(norm);
         CHECK(model.to_string() == g.metadata.at("cnn." + norm + ".repr"));
         CHECK(describe(model.state_dict()) == g.metadata.at("cnn." + norm + ".state_dict"));
+    }
+    // clone() copies every layer: the same repr and state, its own storage, the same outputs.
+    for (const std::string norm : {"batch", "group", "instance"}) {
+        INFO("clone, norm " << norm);
+        Sequential model = cnn(norm);
+        model(rand({2, 1, 28, 28}));  // running statistics move
+        const std::shared_ptr<Module> copy = model.clone();
+        CHECK(copy->to_string() == model.to_string());
+        const NamedTensors a = model.state_dict(), b = copy->state_dict();
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+            INFO(a[i].first);
+            CHECK(a[i].first == b[i].first);
+            CHECK(test::bit_equal(a[i].second, b[i].second));
+            CHECK_FALSE(a[i].second.shares_storage(b[i].second));
+        }
+        model.eval();
+        copy->eval();
+        const Tensor x = rand({2, 1, 28, 28});
+        NoGradGuard no_grad;
+        CHECK(test::bit_equal((*copy)(x), model(x)));
     }
     // A few SGD steps on a fixed batch of 8 random images bring the loss down.
     manual_seed(3);

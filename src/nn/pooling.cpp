@@ -47,13 +47,13 @@ std::string AvgPool2d::extra_repr() const {
     return "kernel_size=" + py_size(o.kernel_size) + ", stride=" + py_size(o.stride) + ", padding=" + py_size(o.padding);
 }
 
-AdaptiveAvgPool2d::AdaptiveAvgPool2d(Size2 output_size) : output_size_(output_size) {
-    NORMNET_CHECK(output_size.given && output_size.h >= 0 && output_size.w >= 0,
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& options) : options_(options) {
+    NORMNET_CHECK(options.output_size.given && options.output_size.h >= 0 && options.output_size.w >= 0,
                   "AdaptiveAvgPool2d: output_size must be given and not negative");
 }
 
-Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return adaptive_avg_pool2d(x, output_size_); }
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return adaptive_avg_pool2d(x, options_.output_size); }
 
-std::string AdaptiveAvgPool2d::extra_repr() const { return "output_size=" + py_size(output_size_); }
+std::string AdaptiveAvgPool2d::extra_repr() const { return "output_size=" + py_size(options_.output_size); }
 
 }  // namespace normnet

@@ -29,7 +29,7 @@ struct Conv2dOptions {
 /// groups, kH, kW] and bias [out_channels], both initialised from U(-1/sqrt(fan_in),
 /// 1/sqrt(fan_in)) with fan_in = in_channels / groups * kH * kW, as PyTorch's
 /// kaiming_uniform_(a = sqrt(5)) and bias rule.
-class NORMNET_API Conv2d : public Module {
+class NORMNET_API Conv2d : public Cloneable<Conv2d> {
 public:
     /// A layer from its options, e.g. Conv2d(Conv2dOptions{.in_channels = 1, .out_channels = 32, .kernel_size = 3, .padding = 1}).
     explicit Conv2d(const Conv2dOptions& options);

@@ -23,7 +23,7 @@ struct MaxPool2dOptions {
 };
 
 /// The maximum over each kernel_size window (max_pool2d).
-class NORMNET_API MaxPool2d : public Module {
+class NORMNET_API MaxPool2d : public Cloneable<MaxPool2d> {
 public:
     /// A layer from its options, e.g. MaxPool2d(MaxPool2dOptions{.kernel_size = 3, .stride = 2, .padding = 1}).
     explicit MaxPool2d(const MaxPool2dOptions& options);
@@ -52,7 +52,7 @@ struct AvgPool2dOptions {
 };
 
 /// The mean over each kernel_size window (avg_pool2d).
-class NORMNET_API AvgPool2d : public Module {
+class NORMNET_API AvgPool2d : public Cloneable<AvgPool2d> {
 public:
     /// A layer from its options, e.g. AvgPool2d(AvgPool2dOptions{.kernel_size = 3, .count_include_pad = false}).
     explicit AvgPool2d(const AvgPool2dOptions& options);
@@ -68,19 +68,26 @@ private:
     AvgPool2dOptions options_;
 };
 
+/// Options of AdaptiveAvgPool2d (torch.nn.AdaptiveAvgPool2d).
+struct AdaptiveAvgPool2dOptions {
+    Size2 output_size = {};
+};
+
 /// The mean over output_size adaptive windows (adaptive_avg_pool2d), e.g. AdaptiveAvgPool2d(1)
 /// for global average pooling.
-class NORMNET_API AdaptiveAvgPool2d : public Module {
+class NORMNET_API AdaptiveAvgPool2d : public Cloneable<AdaptiveAvgPool2d> {
 public:
-    explicit AdaptiveAvgPool2d(Size2 output_size);
+    explicit AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& options);
+    /// AdaptiveAvgPool2d(1) or AdaptiveAvgPool2d({2, 3}), as torch::nn::AdaptiveAvgPool2d.
+    explicit AdaptiveAvgPool2d(Size2 output_size) : AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions{output_size}) {}
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "AdaptiveAvgPool2d"; }
     std::string extra_repr() const override;
-    /// The output size given at construction.
-    Size2 output_size() const { return output_size_; }
+    /// The options given at construction.
+    const AdaptiveAvgPool2dOptions& options() const { return options_; }
 
 private:
-    Size2 output_size_;
+    AdaptiveAvgPool2dOptions options_;
 };
 
 }  // namespace normnet
