@@ -29,6 +29,57 @@ inline void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     }
 }
 
+// The sizes of a convolution for conv2d_naive: padding as top/left, output sizes given (so
+// asymmetric "same" padding needs no special case).
+struct ConvNaiveSizes {
+    int64_t N, C, H, W, OC, KH, KW, sh, sw, ph, pw, dh, dw, groups, OH, OW;
+};
+
+// Calls term(out, in, weight) for every product of a convolution: output element `out`
+// ([N, OC, OH, OW] index) gains input element `in` ([N, C, H, W]) times weight element `weight`
+// ([OC, C/g, KH, KW]); taps in the zero padding are left out.
+template <class Term>
+void for_each_conv_term(const ConvNaiveSizes& s, Term&& term) {
+    const int64_t Cg = s.C / s.groups, OCg = s.OC / s.groups;
+    for (int64_t n = 0; n < s.N; ++n)
+        for (int64_t oc = 0; oc < s.OC; ++oc)
+            for (int64_t oh = 0; oh < s.OH; ++oh)
+                for (int64_t ow = 0; ow < s.OW; ++ow)
+                    for (int64_t c = 0; c < Cg; ++c)
+                        for (int64_t kh = 0; kh < s.KH; ++kh)
+                            for (int64_t kw = 0; kw < s.KW; ++kw) {
+                                const int64_t ih = oh * s.sh - s.ph + kh * s.dh, iw = ow * s.sw - s.pw + kw * s.dw;
+                                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                                const int64_t grp = oc / OCg;
+                                term(((n * s.OC + oc) * s.OH + oh) * s.OW + ow,
+                                     ((n * s.C + grp * Cg + c) * s.H + ih) * s.W + iw,
+                                     ((oc * Cg + c) * s.KH + kh) * s.KW + kw);
+                            }
+}
+
+// conv2d by direct loops, in double: out: [N, OC, OH, OW] = x: [N, C, H, W] (*) w: [OC, C/g, KH, KW]
+// + b: [OC] (may be null); zero padding.
+inline void conv2d_naive(double* out, const float* x, const float* w, const float* b, const ConvNaiveSizes& s) {
+    const int64_t P = s.OH * s.OW;
+    for (int64_t i = 0; i < s.N * s.OC * P; ++i) out[i] = b ? b[(i / P) % s.OC] : 0.0;
+    for_each_conv_term(s, [&](int64_t o, int64_t i, int64_t k) { out[o] += static_cast<double>(x[i]) * w[k]; });
+}
+
+// The gradients of conv2d_naive given dy: [N, OC, OH, OW], by the same loops: dx: [N, C, H, W],
+// dw: [OC, C/g, KH, KW], db: [OC], all in double.
+inline void conv2d_naive_backward(double* dx, double* dw, double* db, const float* dy, const float* x, const float* w,
+                                  const ConvNaiveSizes& s) {
+    const int64_t P = s.OH * s.OW;
+    for (int64_t i = 0; i < s.N * s.C * s.H * s.W; ++i) dx[i] = 0.0;
+    for (int64_t i = 0; i < s.OC * (s.C / s.groups) * s.KH * s.KW; ++i) dw[i] = 0.0;
+    for (int64_t i = 0; i < s.OC; ++i) db[i] = 0.0;
+    for (int64_t i = 0; i < s.N * s.OC * P; ++i) db[(i / P) % s.OC] += dy[i];
+    for_each_conv_term(s, [&](int64_t o, int64_t i, int64_t k) {
+        dx[i] += static_cast<double>(dy[o]) * w[k];
+        dw[k] += static_cast<double>(dy[o]) * x[i];
+    });
+}
+
 // The same update written op by op as torch.optim.SGD's _single_tensor_sgd, for the tests.
 // param: [n] updated, buf: [n], grad: [n]
 inline void sgd_update_reference(float* param, float* buf, const float* grad, int64_t n, const SGDScalars& s) {

@@ -1,11 +1,14 @@
 // The layer zoo in one include, by family as in torch.nn: linear, activation, normalisation,
-// dropout, loss and container modules, and weight initialisation (include/normnet/nn/).
+// convolution, pooling, dropout, loss and container modules, and weight initialisation
+// (include/normnet/nn/).
 #pragma once
 
 #include "normnet/nn/activation.hpp"
 #include "normnet/nn/container.hpp"
+#include "normnet/nn/conv.hpp"
 #include "normnet/nn/dropout.hpp"
 #include "normnet/nn/init.hpp"
 #include "normnet/nn/linear.hpp"
 #include "normnet/nn/loss.hpp"
 #include "normnet/nn/norm.hpp"
+#include "normnet/nn/pooling.hpp"

@@ -1,5 +1,6 @@
-// LayerNorm, BatchNorm1d and RMSNorm: parameters and buffers under PyTorch's names, forward
-// through the functional ops in ops/norm.cpp, PyTorch-identical repr.
+// LayerNorm, the BatchNorm and InstanceNorm layers, GroupNorm and RMSNorm: parameters and
+// buffers under PyTorch's names, forward through the functional ops in ops/norm.cpp,
+// PyTorch-identical repr.
 #include "normnet/nn/norm.hpp"
 
 #include "normnet/autograd.hpp"
@@ -45,56 +46,124 @@ std::string LayerNorm::extra_repr() const {
            ", elementwise_affine=" + py_bool(options_.elementwise_affine);
 }
 
-// ---------------------------------------------------------------- BatchNorm1d
+// ---------------------------------------------------------------- NormBase
 
-BatchNorm1d::BatchNorm1d(const BatchNorm1dOptions& options) : options_(options) {
-    NORMNET_CHECK(options.num_features > 0, "BatchNorm1d: num_features must be positive, got ", options.num_features);
-    if (options.affine) {
-        weight = register_parameter("weight", empty({options.num_features}));
-        bias = register_parameter("bias", empty({options.num_features}));
+NormBase::NormBase(const BatchNormOptions& common, const char* layer) : common_(common), layer_(layer) {
+    NORMNET_CHECK(common.num_features > 0, layer, ": num_features must be positive, got ", common.num_features);
+    if (common.affine) {
+        weight = register_parameter("weight", empty({common.num_features}));
+        bias = register_parameter("bias", empty({common.num_features}));
     }
-    if (options.track_running_stats) {
-        running_mean = register_buffer("running_mean", empty({options.num_features}));
-        running_var = register_buffer("running_var", empty({options.num_features}));
+    if (common.track_running_stats) {
+        running_mean = register_buffer("running_mean", empty({common.num_features}));
+        running_var = register_buffer("running_var", empty({common.num_features}));
         num_batches_tracked = register_buffer("num_batches_tracked", zeros(Shape{}, kInt64));
     }
     reset_parameters();
 }
 
-void BatchNorm1d::reset_running_stats() {
+void NormBase::reset_running_stats() {
     if (!running_mean.defined()) return;
     running_mean.fill_(0.0f);
     running_var.fill_(1.0f);
     num_batches_tracked.fill_(0.0f);
 }
 
-void BatchNorm1d::reset_parameters() {
+void NormBase::reset_parameters() {
     reset_running_stats();
     if (weight.defined()) weight.detach().fill_(1.0f);
     if (bias.defined()) bias.detach().fill_(0.0f);
 }
 
-Tensor BatchNorm1d::forward(const Tensor& x) {
-    NORMNET_CHECK(x.dim() == 2 || x.dim() == 3, "BatchNorm1d: expected 2D or 3D input (got ", x.dim(),
-                  "D input of shape ", x.shape(), ")");
-    NORMNET_CHECK(x.size(1) == options_.num_features, "BatchNorm1d: running_mean should contain ", x.size(1),
-                  " elements not ", options_.num_features, " (input of shape ", x.shape(), ")");
-    // As torch.nn.BatchNorm1d: training counts the batch before batch_norm runs (and may reject
+void NormBase::check_channels(const Tensor& x, int channel_dim) const {
+    NORMNET_CHECK(x.size(channel_dim) == common_.num_features, layer_, ": running_mean should contain ",
+                  x.size(channel_dim), " elements not ", common_.num_features, " (input of shape ", x.shape(), ")");
+}
+
+std::string NormBase::extra_repr() const {
+    const auto& o = common_;
+    return std::to_string(o.num_features) + ", eps=" + python_float_repr(o.eps) +
+           ", momentum=" + (o.momentum ? python_float_repr(*o.momentum) : std::string("None")) +
+           ", affine=" + py_bool(o.affine) + ", track_running_stats=" + py_bool(o.track_running_stats);
+}
+
+// ---------------------------------------------------------------- BatchNorm1d, BatchNorm2d
+
+Tensor BatchNormBase::forward(const Tensor& x) {
+    check_input_dim(x);
+    check_channels(x, 1);
+    const BatchNormOptions& o = options();
+    // As torch.nn's _BatchNorm: training counts the batch before batch_norm runs (and may reject
     // it); without running statistics the batch's own statistics are used in eval mode too.
     int64_t batches = 0;
-    if (is_training() && options_.track_running_stats) {
+    if (is_training() && o.track_running_stats) {
         batches = num_batches_tracked.item<int64_t>() + 1;
         NoGradGuard no_grad;
         num_batches_tracked.fill_(static_cast<double>(batches));
     }
-    const bool batch_stats = is_training() || !options_.track_running_stats;
-    return batch_norm(x, running_mean, running_var, weight, bias, batch_stats, options_.momentum, options_.eps, batches);
+    const bool batch_stats = is_training() || !o.track_running_stats;
+    return batch_norm(x, running_mean, running_var, weight, bias, batch_stats, o.momentum, o.eps, batches);
 }
 
-std::string BatchNorm1d::extra_repr() const {
-    return std::to_string(options_.num_features) + ", eps=" + python_float_repr(options_.eps) +
-           ", momentum=" + (options_.momentum ? python_float_repr(*options_.momentum) : std::string("None")) +
-           ", affine=" + py_bool(options_.affine) + ", track_running_stats=" + py_bool(options_.track_running_stats);
+void BatchNorm1d::check_input_dim(const Tensor& x) const {
+    NORMNET_CHECK(x.dim() == 2 || x.dim() == 3, "BatchNorm1d: expected 2D or 3D input (got ", x.dim(),
+                  "D input of shape ", x.shape(), ")");
+}
+
+void BatchNorm2d::check_input_dim(const Tensor& x) const {
+    NORMNET_CHECK(x.dim() == 4, "BatchNorm2d: expected 4D input (got ", x.dim(), "D input of shape ", x.shape(), ")");
+}
+
+// ---------------------------------------------------------------- InstanceNorm2d
+
+InstanceNorm2d::InstanceNorm2d(const InstanceNorm2dOptions& options)
+    : NormBase(BatchNormOptions{options.num_features, options.eps, options.momentum, options.affine,
+                                options.track_running_stats},
+               "InstanceNorm2d"),
+      options_(options) {}
+
+Tensor InstanceNorm2d::forward(const Tensor& x) {
+    NORMNET_CHECK(x.dim() == 3 || x.dim() == 4, "InstanceNorm2d: expected 3D or 4D input (got ", x.dim(),
+                  "D input of shape ", x.shape(), ")");
+    if (x.dim() == 3) {
+        // Unbatched [C, H, W], as torch: a batch of one.
+        const Tensor y = forward(x.reshape({1, x.size(0), x.size(1), x.size(2)}));
+        return y.view(x.shape());
+    }
+    // torch only warns about a channel count other than num_features when there is nothing per
+    // channel (no affine, no running statistics); then the layer works for any count.
+    if (options_.affine || options_.track_running_stats) check_channels(x, 1);
+    const bool input_stats = is_training() || !options_.track_running_stats;
+    return instance_norm(x, running_mean, running_var, weight, bias, input_stats, options_.momentum, options_.eps);
+}
+
+// ---------------------------------------------------------------- GroupNorm
+
+GroupNorm::GroupNorm(const GroupNormOptions& options) : options_(options) {
+    NORMNET_CHECK(options.num_groups > 0 && options.num_channels > 0, "GroupNorm: num_groups (", options.num_groups,
+                  ") and num_channels (", options.num_channels, ") must be positive");
+    NORMNET_CHECK(options.num_channels % options.num_groups == 0,
+                  "GroupNorm: num_channels must be divisible by num_groups (got ", options.num_channels, " and ",
+                  options.num_groups, ")");
+    if (options.affine) {
+        weight = register_parameter("weight", empty({options.num_channels}));
+        bias = register_parameter("bias", empty({options.num_channels}));
+    }
+    reset_parameters();
+}
+
+void GroupNorm::reset_parameters() {
+    if (weight.defined()) weight.detach().fill_(1.0f);
+    if (bias.defined()) bias.detach().fill_(0.0f);
+}
+
+Tensor GroupNorm::forward(const Tensor& x) {
+    return group_norm(x, options_.num_groups, weight, bias, options_.eps);
+}
+
+std::string GroupNorm::extra_repr() const {
+    return std::to_string(options_.num_groups) + ", " + std::to_string(options_.num_channels) +
+           ", eps=" + python_float_repr(options_.eps) + ", affine=" + py_bool(options_.affine);
 }
 
 // ---------------------------------------------------------------- RMSNorm

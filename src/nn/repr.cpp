@@ -17,6 +17,10 @@ std::string py_tuple(const std::vector<int64_t>& v) {
     return s + (v.size() == 1 ? ",)" : ")");
 }
 
+std::string py_int_or_pair(int64_t h, int64_t w, bool single) {
+    return single ? std::to_string(h) : py_tuple({h, w});
+}
+
 std::string python_float_repr(double value) {
     if (std::isnan(value)) return "nan";
     if (std::isinf(value)) return value > 0 ? "inf" : "-inf";

@@ -14,5 +14,7 @@ std::string python_float_repr(double value);
 inline const char* py_bool(bool b) { return b ? "True" : "False"; }
 /// "(300,)" or "(2, 3)", as Python prints a tuple of ints.
 std::string py_tuple(const std::vector<int64_t>& v);
+/// A (height, width) setting as Python holds it: "2" when given as one int, else "(2, 3)".
+std::string py_int_or_pair(int64_t h, int64_t w, bool single);
 
 }  // namespace normnet::detail

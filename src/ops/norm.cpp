@@ -1,4 +1,5 @@
-// Normalisations with their backwards: layer_norm, rms_norm, batch_norm. Each forward computes
+// Normalisations with their backwards: layer_norm, rms_norm, batch_norm, group_norm (and
+// instance_norm on top of it). Each forward computes
 // its statistics in double over two passes (never E[x^2] - E[x]^2) and saves, per group, the
 // mean (as a float pair hi + lo, so x - mean stays exact for inputs with a large common offset)
 // and rstd = 1 / sqrt(var + eps); each backward recomputes xhat from exactly those values and
@@ -27,7 +28,6 @@ int64_t grain(int64_t values_per_item, int64_t minimum) {
     return std::max<int64_t>(minimum, (int64_t{1} << 14) / std::max<int64_t>(values_per_item, 1));
 }
 int64_t row_grain(int64_t H) { return grain(H, 16); }
-int64_t channel_grain(int64_t per_channel) { return grain(per_channel, 8); }
 
 // Splits a double mean into two floats whose sum is it to about 2^-48 relative.
 void split_mean(double m, float& hi, float& lo) {
@@ -35,19 +35,38 @@ void split_mean(double m, float& hi, float& lo) {
     lo = static_cast<float>(m - hi);
 }
 
+// mean, m2 = the mean of x: [n] and the sum of squared deviations from it, in double over two
+// passes (the lanes' partial sums vectorise the loops).
+inline void mean_and_m2(const float* __restrict x, int64_t n, double& mean, double& m2) {
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += x[i];
+    const double m = n > 0 ? sum / static_cast<double>(n) : 0.0;
+    double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < n; ++i) {
+        const double d = x[i] - m;
+        sq += d * d;
+    }
+    mean = m, m2 = sq;
+}
+
 // Runs kernel(first_row, rows, slot) over row chunks of [N, H] in parallel, where each chunk adds
 // its rows' parameter sums (`sums` vectors of H) into its own zeroed slot; returns the slots
 // summed ([sums, H]), or an undefined tensor when sums == 0. No two threads write the same sum.
+// `rows_per_chunk`: the fewest rows worth a thread (group_norm's rows of groups are larger
+// than their H parameters).
 template <class Kernel>
-Tensor rows_with_partial_sums(int64_t N, int64_t H, int sums, Kernel kernel) {
-    const int chunks = pool_threads() == 1 || N <= row_grain(H) ? 1 : pool_threads();
+Tensor rows_with_partial_sums(int64_t N, int64_t H, int sums, Kernel kernel, int64_t rows_per_chunk = -1) {
+    if (rows_per_chunk < 0) rows_per_chunk = row_grain(H);
+    const int chunks = pool_threads() == 1 || N <= rows_per_chunk ? 1 : pool_threads();
     const Tensor partials = sums > 0 ? zeros({chunks, sums, H}) : Tensor();
     float* base = data_or_null(partials);
     if (chunks == 1) {
         kernel(int64_t{0}, N, base);
         return partials.defined() ? partials.view({sums, H}) : Tensor();
     }
-    parallel_for_chunks(N, row_grain(H), [&](int chunk, int64_t b, int64_t e) {
+    parallel_for_chunks(N, rows_per_chunk, [&](int chunk, int64_t b, int64_t e) {
         kernel(b, e - b, base ? base + chunk * sums * H : nullptr);
     });
     if (!partials.defined()) return Tensor();
@@ -67,16 +86,8 @@ void layer_norm_forward(float* __restrict out, float* __restrict mean, float* __
     for (int64_t n = 0; n < N; ++n) {
         const float* x = inp + n * H;
         float* y = out + n * H;
-        double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < H; ++i) sum += x[i];
-        const double m = sum / static_cast<double>(H);
-        double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-        for (int64_t i = 0; i < H; ++i) {
-            const double d = x[i] - m;
-            sq += d * d;
-        }
+        double m, sq;
+        mean_and_m2(x, H, m, sq);
         const double s = 1.0 / std::sqrt(sq / static_cast<double>(H) + eps);
 #pragma omp simd
         for (int64_t i = 0; i < H; ++i) {
@@ -180,6 +191,13 @@ int64_t check_normalized_shape(const Tensor& x, const Shape& normalized_shape, c
 }
 
 Tensor contiguous_or_empty(const Tensor& t) { return t.defined() ? t.contiguous() : Tensor(); }
+
+// Values per (sample, channel) of an [N, C, *] input: the product of the trailing sizes.
+int64_t spatial_size(const Tensor& x) {
+    int64_t L = 1;
+    for (int d = 2; d < x.dim(); ++d) L *= x.size(d);
+    return L;
+}
 
 // Rows of a [*, normalized_shape] input: the product of the leading sizes.
 int64_t leading_rows(const Tensor& x, int normalized_dims) {
@@ -303,98 +321,200 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
 namespace detail {
 namespace {
 
+// Doubles reused by every call on this thread (statistics, sums; resized once, so no allocation
+// in steady state). A kernel's threads get disjoint parts of the calling thread's scratch.
+double* double_scratch(int64_t n) {
+    thread_local std::vector<double> scratch;
+    scratch.resize(static_cast<size_t>(n));
+    return scratch.data();
+}
+
 // ---- batch_norm -------------------------------------------------------------------------------
 // The kernels see a block of nc channels of inp: [N, C, L]: pointers at the block's first
-// channel, `ld` = C * L elements from one sample to the next. kFlat: L == 1 ([N, C] input),
-// known at compile time so the loops over channels vectorise.
+// channel, `ld` = C * L elements from one sample to the next. Two layouts, two kernel sets:
+// [N, C] (L == 1), where the loops run over the block's channels (unit stride, vectorised), and
+// [N, C, L > 1] (images: L = H * W), where they run over each (sample, channel) plane of L values.
 
-// mean, var: [nc] (double; var biased) of the block
-template <bool kFlat>
-void channel_stats(double* __restrict mean, double* __restrict var, const float* __restrict inp, int64_t N, int64_t nc,
-                   int64_t L_in, int64_t ld) {
-    const int64_t L = kFlat ? 1 : L_in;
-    const double count = static_cast<double>(N * L);
+// mean, var: [nc] (double; var biased) of the block of inp: [N, C]
+void channel_stats_flat(double* __restrict mean, double* __restrict var, const float* __restrict inp, int64_t N,
+                        int64_t nc, int64_t ld) {
+    const double count = static_cast<double>(N);
     for (int64_t c = 0; c < nc; ++c) mean[c] = var[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < nc; ++c) {
-            const float* x = inp + n * ld + c * L;
-            for (int64_t l = 0; l < L; ++l) mean[c] += x[l];
-        }
+        for (int64_t c = 0; c < nc; ++c) mean[c] += inp[n * ld + c];
     }
     for (int64_t c = 0; c < nc; ++c) mean[c] /= count;
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
-            const float* x = inp + n * ld + c * L;
-            for (int64_t l = 0; l < L; ++l) {
-                const double d = x[l] - mean[c];
-                var[c] += d * d;
-            }
+            const double d = inp[n * ld + c] - mean[c];
+            var[c] += d * d;
         }
     }
     for (int64_t c = 0; c < nc; ++c) var[c] /= count;
 }
 
-// out: [N, nc, L] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
+// mean, var: [nc] (double; var biased) of the block of inp: [N, C, L]. Each plane's mean and sum
+// of squared deviations come from two passes over the plane while it is in cache, so the input
+// is read from memory once, sample by sample in address order (walking a channel's planes
+// instead, 100 KB apart, defeats the prefetcher: 3x slower); each channel's planes are merged
+// in sample order with Chan et al.'s pairwise update, as stable as two passes over the channel.
+// m2: [nc] scratch.
+void channel_stats_planes(double* __restrict mean, double* __restrict var, double* __restrict m2,
+                          const float* __restrict inp, int64_t N, int64_t nc, int64_t L, int64_t ld) {
+    for (int64_t c = 0; c < nc; ++c) mean[c] = m2[c] = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+        const double count = static_cast<double>(n * L), total = count + static_cast<double>(L);
+        for (int64_t c = 0; c < nc; ++c) {
+            double pm, sq;
+            mean_and_m2(inp + n * ld + c * L, L, pm, sq);
+            const double delta = pm - mean[c];
+            mean[c] += delta * (static_cast<double>(L) / total);
+            m2[c] += sq + delta * delta * (count * static_cast<double>(L) / total);
+        }
+    }
+    for (int64_t c = 0; c < nc; ++c) var[c] = N > 0 ? m2[c] / static_cast<double>(N * L) : 0.0;
+}
+
+// out: [N, nc] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
 // weight, bias: [nc] (either may be null)
-template <bool kFlat>
-void batch_norm_apply(float* __restrict out, const float* __restrict inp, const double* __restrict mean,
-                      const double* __restrict rstd, const float* __restrict weight, const float* __restrict bias,
-                      int64_t N, int64_t nc, int64_t L_in, int64_t ld) {
-    const int64_t L = kFlat ? 1 : L_in;
+void batch_norm_apply_flat(float* __restrict out, const float* __restrict inp, const double* __restrict mean,
+                           const double* __restrict rstd, const float* __restrict weight,
+                           const float* __restrict bias, int64_t N, int64_t nc, int64_t ld) {
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
-            const double m = mean[c], s = rstd[c];
             const float w = weight ? weight[c] : 1.0f;
             const float shift = bias ? bias[c] : 0.0f;
-            const float* x = inp + n * ld + c * L;
-            float* y = out + n * ld + c * L;
-            for (int64_t l = 0; l < L; ++l) y[l] = static_cast<float>((x[l] - m) * s) * w + shift;
+            out[n * ld + c] = static_cast<float>((inp[n * ld + c] - mean[c]) * rstd[c]) * w + shift;
         }
     }
 }
 
-// dinp: [N, nc, L] block (Store; may be null); dy_sum, dy_xhat_sum: [nc] = the channels' sums of dy
-// and dy * xhat (the bias and weight gradients); dout, inp: [N, nc, L] blocks; mean, mean_lo,
-// rstd, weight: [nc] (weight may be null). With batch statistics every dx of a channel depends on
-// all its dy (the statistics are functions of the batch); with running statistics they are constants.
-// Restrict pointers: with this many arrays GCC would not vectorise the channel loops behind
-// runtime alias checks (BatchNorm's backward took 3x longer without them).
-template <class Store, bool kFlat>
-void batch_norm_backward(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
-                         const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
-                         const float* __restrict mean_lo, const float* __restrict rstd,
-                         const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t L_in,
-                         int64_t ld) {
-    const int64_t L = kFlat ? 1 : L_in;
-    for (int64_t c = 0; c < nc; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
+// out: [N, nc, L] block = xhat * weight[c] + bias[c] with xhat = ((inp - mean) - mean_lo) * rstd,
+// in float as the backward computes it (x - mean is exact for x near the mean, so a large common
+// offset costs nothing; a quarter of the double arithmetic's time); mean, mean_lo, rstd: [nc];
+// weight, bias: [nc] (either may be null)
+void batch_norm_apply_planes(float* __restrict out, const float* __restrict inp, const float* __restrict mean,
+                             const float* __restrict mean_lo, const float* __restrict rstd,
+                             const float* __restrict weight, const float* __restrict bias, int64_t N, int64_t nc,
+                             int64_t L, int64_t ld) {
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
-            const float* dy = dout + n * ld + c * L;
+            const float m = mean[c], ml = mean_lo[c], s = rstd[c];
+            const float w = weight ? weight[c] : 1.0f;
+            const float shift = bias ? bias[c] : 0.0f;
             const float* x = inp + n * ld + c * L;
-            for (int64_t l = 0; l < L; ++l) {
-                dy_sum[c] += dy[l];
-                dy_xhat_sum[c] += dy[l] * (((x[l] - mean[c]) - mean_lo[c]) * rstd[c]);
-            }
+            float* y = out + n * ld + c * L;
+            for (int64_t l = 0; l < L; ++l) y[l] = (((x[l] - m) - ml) * s) * w + shift;
         }
+    }
+}
+
+// a, b = the sums of dy and of dy * xhat over a channel's L values dy, x: [L], with
+// xhat = ((x - mean) - mean_lo) * rstd (vectorised: float lanes).
+inline void dy_sums(float& a, float& b, const float* __restrict dy, const float* __restrict x, float mean,
+                    float mean_lo, float rstd, int64_t L) {
+    float sa = 0.0f, sb = 0.0f;
+#pragma omp simd reduction(+ : sa, sb)
+    for (int64_t l = 0; l < L; ++l) {
+        sa += dy[l];
+        sb += dy[l] * (((x[l] - mean) - mean_lo) * rstd);
+    }
+    a = sa, b = sb;
+}
+
+// dx for one channel's values given its sums: with batch statistics every dx of a channel depends
+// on all its dy (the statistics are functions of the batch); with running statistics they are
+// constants. dx: [L] (Store); dy, x: [L]; dnorm_mean, dnorm_norm_mean: the channel's sums of
+// dy * w and dy * w * xhat over its count (0 without batch statistics).
+template <class Store>
+inline void batch_norm_dx(float* __restrict dx, const float* __restrict dy, const float* __restrict x, float m,
+                          float ml, float s, float w, float dnorm_mean, float dnorm_norm_mean, bool batch_stats,
+                          int64_t L) {
+    if (batch_stats) {
+        for (int64_t l = 0; l < L; ++l) {
+            Store::put(dx[l], (dy[l] * w - dnorm_mean - (((x[l] - m) - ml) * s) * dnorm_norm_mean) * s);
+        }
+    } else {
+        for (int64_t l = 0; l < L; ++l) Store::put(dx[l], dy[l] * w * s);
+    }
+}
+
+// dinp: [N, nc] block (Store; may be null); dy_sum, dy_xhat_sum: [nc] = the channels' sums of dy
+// and dy * xhat (the bias and weight gradients); dout, inp: [N, nc] blocks; mean, mean_lo,
+// rstd, weight: [nc] (weight may be null).
+// Restrict pointers: with this many arrays GCC would not vectorise the channel loops behind
+// runtime alias checks (BatchNorm's backward took 3x longer without them).
+template <class Store>
+void batch_norm_backward_flat(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
+                              const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
+                              const float* __restrict mean_lo, const float* __restrict rstd,
+                              const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t ld) {
+    for (int64_t c = 0; c < nc; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
+    for (int64_t n = 0; n < N; ++n) {
+        const float* dy = dout + n * ld;
+        const float* x = inp + n * ld;
+        for (int64_t c = 0; c < nc; ++c) {
+            dy_sum[c] += dy[c];
+            dy_xhat_sum[c] += dy[c] * (((x[c] - mean[c]) - mean_lo[c]) * rstd[c]);
+        }
+    }
+    if (!dinp) return;
+    const float inv_count = 1.0f / static_cast<float>(N);
+    for (int64_t n = 0; n < N; ++n) {
+        const float* dy = dout + n * ld;
+        const float* x = inp + n * ld;
+        float* dx = dinp + n * ld;
+        for (int64_t c = 0; c < nc; ++c) {
+            const float w = weight ? weight[c] : 1.0f;
+            const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
+            const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
+            const float xhat = ((x[c] - mean[c]) - mean_lo[c]) * rstd[c];
+            Store::put(dx[c], batch_stats ? (dy[c] * w - dnorm_mean - xhat * dnorm_norm_mean) * rstd[c]
+                                          : dy[c] * w * rstd[c]);
+        }
+    }
+}
+
+// As batch_norm_backward_flat for a block of inp: [N, C, L > 1]: each plane's sums vectorise
+// over its L values (float lanes, added up per channel in double, in sample order), then dx is
+// written plane by plane; both passes walk the block sample by sample, in address order (see
+// channel_stats_planes). sum, sum_xhat: [nc] double scratch.
+template <class Store>
+void batch_norm_backward_planes(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
+                                double* __restrict sum, double* __restrict sum_xhat, const float* __restrict dout,
+                                const float* __restrict inp, const float* __restrict mean,
+                                const float* __restrict mean_lo, const float* __restrict rstd,
+                                const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t L,
+                                int64_t ld) {
+    for (int64_t c = 0; c < nc; ++c) sum[c] = sum_xhat[c] = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t c = 0; c < nc; ++c) {
+            float a, b;
+            dy_sums(a, b, dout + n * ld + c * L, inp + n * ld + c * L, mean[c], mean_lo[c], rstd[c], L);
+            sum[c] += a, sum_xhat[c] += b;
+        }
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+        dy_sum[c] = static_cast<float>(sum[c]);
+        dy_xhat_sum[c] = static_cast<float>(sum_xhat[c]);
     }
     if (!dinp) return;
     const float inv_count = 1.0f / static_cast<float>(N * L);
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
             const float w = weight ? weight[c] : 1.0f;
-            const float m = mean[c], ml = mean_lo[c], s = rstd[c];
-            const float* dy = dout + n * ld + c * L;
-            const float* x = inp + n * ld + c * L;
-            float* dx = dinp + n * ld + c * L;
             const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
             const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
-            for (int64_t l = 0; l < L; ++l) {
-                Store::put(dx[l], batch_stats ? (dy[l] * w - dnorm_mean - (((x[l] - m) - ml) * s) * dnorm_norm_mean) * s
-                                              : dy[l] * w * s);
-            }
+            const int64_t at = n * ld + c * L;
+            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, mean[c], mean_lo[c], rstd[c], w, dnorm_mean,
+                                 dnorm_norm_mean, batch_stats, L);
         }
     }
 }
+
+// Channels per chunk of batch_norm's parallel loops: about 16k values, at least 8 channels for
+// [N, C] (so the channel loops vectorise), at least one for images.
+int64_t bn_channel_grain(int64_t N, int64_t L) { return grain(N * L, L == 1 ? 8 : 1); }
 
 class NativeBatchNormBackward final : public OpNode {
 public:
@@ -406,12 +526,20 @@ public:
         const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
+        double* scratch = double_scratch(2 * C);
         const auto channels = [&]<class Store>(float* d) {
-            parallel_for(C, channel_grain(N * L), [&](int64_t c0, int64_t c1) {
-                const auto kernel = L == 1 ? batch_norm_backward<Store, true> : batch_norm_backward<Store, false>;
-                kernel(d ? d + c0 * L : nullptr, s + c0, s + C + c0, dout.data() + c0 * L, x.data() + c0 * L,
-                       mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0,
-                       weight.defined() ? weight.data() + c0 : nullptr, batch_stats, N, c1 - c0, L, C * L);
+            parallel_for(C, bn_channel_grain(N, L), [&](int64_t c0, int64_t c1) {
+                const float* w = weight.defined() ? weight.data() + c0 : nullptr;
+                if (L == 1) {
+                    batch_norm_backward_flat<Store>(d ? d + c0 : nullptr, s + c0, s + C + c0, dout.data() + c0,
+                                                    x.data() + c0, mean.data() + c0, mean_lo.data() + c0,
+                                                    rstd.data() + c0, w, batch_stats, N, c1 - c0, C);
+                } else {
+                    batch_norm_backward_planes<Store>(d ? d + c0 * L : nullptr, s + c0, s + C + c0, scratch + c0,
+                                                      scratch + C + c0, dout.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
+                                                      mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, N,
+                                                      c1 - c0, L, C * L);
+                }
             });
         };
         dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
@@ -432,9 +560,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
         NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, "batch_norm: expected float32 tensors, got ",
                       t->dtype());
     }
-    const int64_t N = x_in.size(0), C = x_in.size(1);
-    int64_t L = 1;
-    for (int d = 2; d < x_in.dim(); ++d) L *= x_in.size(d);
+    const int64_t N = x_in.size(0), C = x_in.size(1), L = detail::spatial_size(x_in);
     for (const Tensor* p : {&running_mean, &running_var, &weight_in, &bias_in}) {
         NORMNET_CHECK(!p->defined() || (p->dim() == 1 && p->size(0) == C), "batch_norm: a parameter or buffer of shape ",
                       p->shape(), " does not match ", C, " channels of input ", x_in.shape());
@@ -447,16 +573,18 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     }
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
                  bias = detail::contiguous_or_empty(bias_in);
-    // Per channel, in double: mean_d, and var_d (the biased variance, then rstd once it is used).
-    thread_local std::vector<double> stats;
-    stats.resize(static_cast<size_t>(2 * C));
-    double* mean_d = stats.data();
-    double* var_d = stats.data() + C;
-    const auto kernel_of = [L](auto flat, auto general) { return L == 1 ? flat : general; };
+    // Per channel, in double: mean, biased variance (then 1 / sqrt(var + eps)), and scratch.
+    double* mean_d = detail::double_scratch(3 * C);
+    double* var_d = mean_d + C;
+    const int64_t grain = detail::bn_channel_grain(N, L);
     if (training) {
-        const auto kernel = kernel_of(detail::channel_stats<true>, detail::channel_stats<false>);
-        detail::parallel_for(C, detail::channel_grain(N * L), [&](int64_t c0, int64_t c1) {
-            kernel(mean_d + c0, var_d + c0, x.data() + c0 * L, N, c1 - c0, L, C * L);
+        detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+            if (L == 1) {
+                detail::channel_stats_flat(mean_d + c0, var_d + c0, x.data() + c0, N, c1 - c0, C);
+            } else {
+                detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N, c1 - c0,
+                                             L, C * L);
+            }
         });
         if (running_mean.defined()) {
             // PyTorch's momentum=None is a cumulative average over the batches seen so far.
@@ -485,16 +613,199 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
         rstd.data()[c] = static_cast<float>(rstd_d[c]);
     }
     Tensor out = empty(x.shape());
-    const auto apply = kernel_of(detail::batch_norm_apply<true>, detail::batch_norm_apply<false>);
-    detail::parallel_for(C, detail::channel_grain(N * L), [&](int64_t c0, int64_t c1) {
-        apply(out.data() + c0 * L, x.data() + c0 * L, mean_d + c0, rstd_d + c0,
-              weight.defined() ? weight.data() + c0 : nullptr, bias.defined() ? bias.data() + c0 : nullptr, N, c1 - c0,
-              L, C * L);
+    detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+        const float* w = weight.defined() ? weight.data() + c0 : nullptr;
+        const float* b = bias.defined() ? bias.data() + c0 : nullptr;
+        if (L == 1) {
+            detail::batch_norm_apply_flat(out.data() + c0, x.data() + c0, mean_d + c0, rstd_d + c0, w, b, N, c1 - c0, C);
+        } else {
+            detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
+                                            mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
+        }
     });
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
                                                                       {x, weight, mean, mean_lo, rstd})) {
         node->batch_stats = training;
         node->N = N, node->C = C, node->L = L;
+    }
+    return out;
+}
+
+namespace detail {
+namespace {
+
+// ---- group_norm -------------------------------------------------------------------------------
+
+// Groups per chunk of group_norm's parallel loops: about 16k values, at least one group.
+int64_t group_grain(int64_t values_per_group) { return grain(values_per_group, 1); }
+// x: [N, C, L] is N * G groups ("rows") of Cg = C / G consecutive channels: Cg * L contiguous
+// values each, with per-channel weight and bias. A kernel gets `rows` consecutive groups starting
+// at group `first` (the channels of group r are (r % G) * Cg ...).
+
+// out: [rows, Cg * L], mean, mean_lo, rstd: [rows]; stats: [rows, 2] (double mean and biased
+// variance, for instance_norm's running statistics; may be null); inp: [rows, Cg * L];
+// weight, bias: [C] (either may be null)
+void group_norm_forward(float* __restrict out, float* __restrict mean, float* __restrict mean_lo,
+                        float* __restrict rstd, double* __restrict stats, const float* __restrict inp,
+                        const float* __restrict weight, const float* __restrict bias, int64_t first, int64_t rows,
+                        int64_t G, int64_t Cg, int64_t L, double eps) {
+    const int64_t M = Cg * L;
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* x = inp + r * M;
+        float* y = out + r * M;
+        double m, sq;
+        mean_and_m2(x, M, m, sq);
+        const double var = M > 0 ? sq / static_cast<double>(M) : 0.0;
+        const double s = 1.0 / std::sqrt(var + eps);
+        const int64_t c0 = ((first + r) % G) * Cg;
+        for (int64_t c = 0; c < Cg; ++c) {
+            const float w = weight ? weight[c0 + c] : 1.0f;
+            const float b = bias ? bias[c0 + c] : 0.0f;
+            const float* xc = x + c * L;
+            float* yc = y + c * L;
+            for (int64_t l = 0; l < L; ++l) yc[l] = static_cast<float>((xc[l] - m) * s) * w + b;
+        }
+        split_mean(m, mean[r], mean_lo[r]);
+        rstd[r] = static_cast<float>(s);
+        if (stats) stats[2 * r] = m, stats[2 * r + 1] = var;
+    }
+}
+
+// dinp: [rows, Cg * L] (Store; may be null); dweight, dbias: [C] += (may be null); dout, inp:
+// [rows, Cg * L]; mean, mean_lo, rstd: [rows]; weight: [C] (may be null). Two passes per group:
+// the per-channel sums of dy and dy * xhat (the parameter gradients, and weighted by the channels'
+// weights the two group means that couple every dx of the group to every dy), then dx.
+template <class Store>
+void group_norm_backward(float* __restrict dinp, float* __restrict dweight, float* __restrict dbias,
+                         const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
+                         const float* __restrict mean_lo, const float* __restrict rstd,
+                         const float* __restrict weight, int64_t first, int64_t rows, int64_t G, int64_t Cg,
+                         int64_t L) {
+    const int64_t M = Cg * L;
+    for (int64_t r = 0; r < rows; ++r) {
+        const float m = mean[r], ml = mean_lo[r], s = rstd[r];
+        const int64_t c0 = ((first + r) % G) * Cg;
+        double dnorm_sum = 0.0, dnorm_xhat_sum = 0.0;
+        for (int64_t c = 0; c < Cg; ++c) {
+            float a, b;
+            dy_sums(a, b, dout + r * M + c * L, inp + r * M + c * L, m, ml, s, L);
+            if (dbias) dbias[c0 + c] += a;
+            if (dweight) dweight[c0 + c] += b;
+            const float w = weight ? weight[c0 + c] : 1.0f;
+            dnorm_sum += static_cast<double>(w * a);
+            dnorm_xhat_sum += static_cast<double>(w * b);
+        }
+        if (!dinp) continue;
+        const float dnorm_mean = static_cast<float>(dnorm_sum / static_cast<double>(M));
+        const float dnorm_norm_mean = static_cast<float>(dnorm_xhat_sum / static_cast<double>(M));
+        for (int64_t c = 0; c < Cg; ++c) {
+            const int64_t at = r * M + c * L;
+            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, m, ml, s, weight ? weight[c0 + c] : 1.0f, dnorm_mean,
+                                 dnorm_norm_mean, true, L);
+        }
+    }
+}
+
+class NativeGroupNormBackward final : public OpNode {
+public:
+    int64_t N = 0, C = 0, L = 0, G = 1;
+    const char* name() const override { return "NativeGroupNormBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
+        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        const int sums = (dw ? 1 : 0) + (db ? 1 : 0);
+        const int64_t Cg = C / G, M = Cg * L;
+        const auto rows = [&]<class Store>(float* d) {
+            return rows_with_partial_sums(
+                N * G, C, sums,
+                [&](int64_t row, int64_t count, float* slot) {
+                    group_norm_backward<Store>(d ? d + row * M : nullptr, dw ? slot : nullptr,
+                                               db ? slot + (dw ? C : 0) : nullptr, dout.data() + row * M,
+                                               x.data() + row * M, mean.data() + row, mean_lo.data() + row,
+                                               rstd.data() + row, data_or_null(weight), row, count, G, Cg, L);
+                },
+                group_grain(M));
+        };
+        const Tensor param_sums = dx.fresh ? rows.template operator()<Overwrite>(dx.data)
+                                           : rows.template operator()<Accumulate>(dx.data);
+        if (dw) dw.store(param_sums.data(), C);
+        if (db) db.store(param_sums.data() + (dw ? C : 0), C);
+    }
+};
+
+// group_norm, also returning each group's double mean and biased variance in `stats` ([N * G, 2]) when given.
+Tensor group_norm_impl(const Tensor& x_in, int64_t G, const Tensor& weight_in, const Tensor& bias_in, double eps,
+                       double* stats, const char* op) {
+    for (const Tensor* t : {&x_in, &weight_in, &bias_in}) {
+        NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, op, ": expected float32 tensors, got ", t->dtype());
+    }
+    NORMNET_CHECK(x_in.dim() >= 2, op, ": expected an input of at least 2 dimensions [N, C, *], got shape ",
+                  x_in.shape());
+    const int64_t N = x_in.size(0), C = x_in.size(1);
+    NORMNET_CHECK(G > 0 && C % G == 0, op, ": Expected number of channels in input to be divisible by num_groups, "
+                  "but got input of shape ", x_in.shape(), " and num_groups=", G);
+    for (const Tensor* p : {&weight_in, &bias_in}) {
+        const char* what = p == &weight_in ? "weight" : "bias";
+        NORMNET_CHECK(!p->defined() || (p->dim() == 1 && p->size(0) == C), op, ": Expected ", what,
+                      " to be a vector of size equal to the number of channels in input, but got ", what, " of shape ",
+                      p->shape(), " and input of shape ", x_in.shape());
+    }
+    const int64_t L = spatial_size(x_in), Cg = C / G, M = Cg * L;
+    const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
+    Tensor out = empty(x.shape()), mean = empty({N * G}), mean_lo = empty({N * G}), rstd = empty({N * G});
+    parallel_for(N * G, group_grain(M), [&](int64_t b, int64_t e) {
+        group_norm_forward(out.data() + b * M, mean.data() + b, mean_lo.data() + b, rstd.data() + b,
+                           stats ? stats + 2 * b : nullptr, x.data() + b * M, data_or_null(weight), data_or_null(bias),
+                           b, e - b, G, Cg, L, eps);
+    });
+    if (auto* node = record<NativeGroupNormBackward>(out, {x, weight, bias}, {x, weight, mean, mean_lo, rstd})) {
+        node->N = N, node->C = C, node->L = L, node->G = G;
+    }
+    return out;
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+    return detail::group_norm_impl(x, num_groups, weight, bias, eps, nullptr, "group_norm");
+}
+
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                     const Tensor& bias, bool use_input_stats, double momentum, double eps) {
+    NORMNET_CHECK(x.dim() >= 2, "instance_norm: expected an input of at least 2 dimensions [N, C, *], got shape ",
+                  x.shape());
+    NORMNET_CHECK(running_mean.defined() == running_var.defined(),
+                  "instance_norm: give both running_mean and running_var or neither");
+    if (!use_input_stats) {
+        // Normalised by the running statistics: per-channel constants, as batch_norm in eval mode.
+        NORMNET_CHECK(running_mean.defined(), "Expected running_mean and running_var to be defined when "
+                      "use_input_stats is false");
+        return batch_norm(x, running_mean, running_var, weight, bias, false, momentum, eps);
+    }
+    const int64_t N = x.size(0), C = x.size(1), L = detail::spatial_size(x);
+    NORMNET_CHECK(L > 1, "Expected more than 1 spatial element when training, got input size ", x.shape());
+    for (const Tensor* p : {&running_mean, &running_var}) {
+        NORMNET_CHECK(!p->defined() || (p->dtype() == kFloat32 && p->dim() == 1 && p->size(0) == C),
+                      "instance_norm: a running statistic of shape ", p->shape(), " does not match ", C,
+                      " channels of input ", x.shape());
+    }
+    double* stats = running_mean.defined() ? detail::double_scratch(2 * N * C) : nullptr;
+    Tensor out = detail::group_norm_impl(x, C, weight, bias, eps, stats, "instance_norm");
+    if (stats && N > 0) {
+        // As torch: each instance updates its copy of the running statistics, and the copies are
+        // averaged over the batch.
+        const double unbias = static_cast<double>(L) / static_cast<double>(L - 1);
+        float* rm = running_mean.data();
+        float* rv = running_var.data();
+        for (int64_t c = 0; c < C; ++c) {
+            double m = 0.0, v = 0.0;
+            for (int64_t n = 0; n < N; ++n) m += stats[2 * (n * C + c)], v += stats[2 * (n * C + c) + 1] * unbias;
+            rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * (m / static_cast<double>(N)));
+            rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * (v / static_cast<double>(N)));
+        }
+        running_mean.bump_version();
+        running_var.bump_version();
     }
     return out;
 }

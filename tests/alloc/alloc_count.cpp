@@ -1,5 +1,6 @@
 // Counts heap allocations (a replaced global operator new) during training steps 2..N of the
-// seed model, through the same Trainer loop `normnet train` runs, and requires zero: tensors,
+// seed model, through the same Trainer loop `normnet train` runs, and of a CNN built from the
+// convolutional layers, and requires zero: tensors,
 // graph nodes and gradients come from normnet's caching allocators once the first step has
 // warmed them up. A separate program, because replacing operator new affects everything in it.
 #include <execinfo.h>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
@@ -97,6 +100,54 @@ long elementwise_step_allocations() {
     counted = g_allocations.load();
     std::printf("elementwise ops: %ld heap allocations in training steps 3..6\n", counted);
     return counted;
+}
+
+// The convolutional layers (issue 12's CNN: conv 3x3 1->32, norm, ReLU, max-pool 2, conv 3x3
+// 32->64, norm, ReLU, max-pool 2, linear 3136->128, ReLU, linear 128->10) through a plain Adam
+// loop on a fixed batch, for each normalisation and 1 and 2 threads: steps 2..4 must not touch
+// the heap. Returns the number of configurations that did.
+int cnn_failures() {
+    using namespace normnet;
+    int failures = 0;
+    const auto norm_layer = [](const char* norm, int64_t c) -> AnyModule {
+        if (std::string(norm) == "batch") return BatchNorm2d(c);
+        if (std::string(norm) == "group") return GroupNorm(8, c);
+        if (std::string(norm) == "instance") return InstanceNorm2d(c);
+        return Identity();
+    };
+    for (const char* norm : {"batch", "group", "instance", "none"}) {
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            Conv2d conv1(Conv2dOptions{.in_channels = 1, .out_channels = 32, .kernel_size = 3, .padding = 1});
+            Conv2d conv2(Conv2dOptions{.in_channels = 32, .out_channels = 64, .kernel_size = 3, .padding = 1});
+            AnyModule n1 = norm_layer(norm, 32), n2 = norm_layer(norm, 64);
+            Linear fc1(3136, 128), fc2(128, 10);
+            std::vector<Tensor> params;
+            for (Module* m : {static_cast<Module*>(&conv1), n1.ptr().get(), static_cast<Module*>(&conv2), n2.ptr().get(),
+                              static_cast<Module*>(&fc1), static_cast<Module*>(&fc2)}) {
+                for (const Tensor& p : m->parameters()) params.push_back(p);
+            }
+            Adam adam(params);
+            Generator gen(3);
+            const Tensor images = rand({8, 1, 28, 28}, gen);
+            const Tensor labels = from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}, {8});
+            const auto step = [&] {
+                Tensor h = max_pool2d(relu((*n1.ptr())(conv1(images))), 2);
+                h = max_pool2d(relu((*n2.ptr())(conv2(h))), 2);
+                cross_entropy(fc2(relu(fc1(h.flatten(1)))), labels).backward();
+                adam.step_and_zero_grad();
+            };
+            step();  // warms the caching allocators
+            g_allocations = 0;
+            g_counting = true;
+            for (int k = 0; k < 3; ++k) step();
+            g_counting = false;
+            std::printf("cnn %-8s %d thread(s): %ld heap allocations in training steps 2..4\n", norm, threads,
+                        g_allocations.load());
+            if (g_allocations.load() != 0) ++failures;
+        }
+    }
+    return failures;
 }
 
 int main() {
@@ -193,6 +244,7 @@ int main() {
             if (counted != 0) ++failures;
         }
     }
+    failures += cnn_failures();
     std::printf(failures == 0 ? "0 failed: no allocation after the first step\n" : "%d configurations allocated\n", failures);
     return failures == 0 ? 0 : 1;
 }

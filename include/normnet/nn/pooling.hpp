@@ -1,0 +1,93 @@
+// Pooling layers (torch.nn.MaxPool2d, AvgPool2d, AdaptiveAvgPool2d): options with PyTorch's
+// defaults and repr, forward through the functional ops of ops/pooling.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "normnet/export.hpp"
+#include "normnet/module.hpp"
+#include "normnet/ops.hpp"
+
+namespace normnet {
+
+/// Options of MaxPool2d (torch.nn.MaxPool2d); a stride not given is the kernel size.
+struct MaxPool2dOptions {
+    Size2 kernel_size = {};
+    Size2 stride = {};  // not given: the kernel size
+    Size2 padding = 0;
+    Size2 dilation = 1;
+    bool ceil_mode = false;
+};
+
+/// The maximum over each kernel_size window (max_pool2d).
+class NORMNET_API MaxPool2d : public Cloneable<MaxPool2d> {
+public:
+    /// A layer from its options, e.g. MaxPool2d(MaxPool2dOptions{.kernel_size = 3, .stride = 2, .padding = 1}).
+    explicit MaxPool2d(const MaxPool2dOptions& options);
+    /// MaxPool2d(2), as torch::nn::MaxPool2d(2).
+    explicit MaxPool2d(Size2 kernel_size) : MaxPool2d(MaxPool2dOptions{kernel_size}) {}
+    Tensor forward(const Tensor& x) override;
+    /// The output and the int64 index of each maximum in its input plane (torch's forward_with_indices).
+    std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
+    std::string type_name() const override { return "MaxPool2d"; }
+    std::string extra_repr() const override;
+    /// The options given at construction.
+    const MaxPool2dOptions& options() const { return options_; }
+
+private:
+    MaxPool2dOptions options_;
+};
+
+/// Options of AvgPool2d (torch.nn.AvgPool2d); a stride not given is the kernel size.
+struct AvgPool2dOptions {
+    Size2 kernel_size = {};
+    Size2 stride = {};  // not given: the kernel size
+    Size2 padding = 0;
+    bool ceil_mode = false;
+    bool count_include_pad = true;
+    std::optional<int64_t> divisor_override = std::nullopt;
+};
+
+/// The mean over each kernel_size window (avg_pool2d).
+class NORMNET_API AvgPool2d : public Cloneable<AvgPool2d> {
+public:
+    /// A layer from its options, e.g. AvgPool2d(AvgPool2dOptions{.kernel_size = 3, .count_include_pad = false}).
+    explicit AvgPool2d(const AvgPool2dOptions& options);
+    /// AvgPool2d(2), as torch::nn::AvgPool2d(2).
+    explicit AvgPool2d(Size2 kernel_size) : AvgPool2d(AvgPool2dOptions{kernel_size}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "AvgPool2d"; }
+    std::string extra_repr() const override;
+    /// The options given at construction.
+    const AvgPool2dOptions& options() const { return options_; }
+
+private:
+    AvgPool2dOptions options_;
+};
+
+/// Options of AdaptiveAvgPool2d (torch.nn.AdaptiveAvgPool2d).
+struct AdaptiveAvgPool2dOptions {
+    Size2 output_size = {};
+};
+
+/// The mean over output_size adaptive windows (adaptive_avg_pool2d), e.g. AdaptiveAvgPool2d(1)
+/// for global average pooling.
+class NORMNET_API AdaptiveAvgPool2d : public Cloneable<AdaptiveAvgPool2d> {
+public:
+    explicit AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& options);
+    /// AdaptiveAvgPool2d(1) or AdaptiveAvgPool2d({2, 3}), as torch::nn::AdaptiveAvgPool2d.
+    explicit AdaptiveAvgPool2d(Size2 output_size) : AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions{output_size}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "AdaptiveAvgPool2d"; }
+    std::string extra_repr() const override;
+    /// The options given at construction.
+    const AdaptiveAvgPool2dOptions& options() const { return options_; }
+
+private:
+    AdaptiveAvgPool2dOptions options_;
+};
+
+}  // namespace normnet
