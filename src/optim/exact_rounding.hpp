@@ -7,6 +7,9 @@
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
+#elif defined(__GNUC__) && !defined(NORMNET_FP_CONTRACT_OFF)
+// GCC has no pragma that only sets contraction: #pragma GCC optimize also stops functions from
+// other headers being inlined into these (std::experimental::fma became a call per vector, the
+// Adam pass 1.5x slower). The build passes -ffp-contract=off and defines NORMNET_FP_CONTRACT_OFF.
+#error "normnet's optimizer kernels need -ffp-contract=off (and NORMNET_FP_CONTRACT_OFF defined)"
 #endif
