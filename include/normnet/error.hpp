@@ -33,12 +33,6 @@ template <class... Parts>
     throw Error(str(std::forward<Parts>(parts)...));
 }
 
-/// Transitional eager form of NORMNET_CHECK (its parts are evaluated even when the check passes).
-template <class... Parts>
-void check(bool condition, Parts&&... parts) {
-    if (!condition) fail(std::forward<Parts>(parts)...);
-}
-
 }  // namespace normnet
 
 /// NORMNET_CHECK(condition, parts...) throws normnet::Error with the streamed parts as its
