@@ -29,6 +29,9 @@ CASES = [
     ("cnn", "/usr/share/datasets/fashion-mnist", ["--limit", "64", "--batch-size", "32", "--epochs", "1",
                                                   "--warmup", "0", "--norm", norm], ["test_loss", "test_acc"])
     for norm in ("batch", "group", "layer", "instance", "none")
+] + [
+    ("vit", str(REPO / "data" / "mnist"), ["--limit", "256", "--batch-size", "64", "--epochs", "1", "--warmup", "0"],
+     ["test_loss", "test_acc"]),
 ]
 
 
