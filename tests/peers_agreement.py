@@ -32,6 +32,9 @@ CASES = [
 ] + [
     ("vit", str(REPO / "data" / "mnist"), ["--limit", "256", "--batch-size", "64", "--epochs", "1", "--warmup", "0"],
      ["test_loss", "test_acc"]),
+    ("lm", "/usr/share/games/fortunes", ["--batch-size", "8", "--steps", "3", "--warmup-steps", "0",
+                                         "--eval-windows", "8"],
+     ["vocab", "train_tokens", "val_tokens", "train_loss", "val_loss"]),
 ]
 
 
