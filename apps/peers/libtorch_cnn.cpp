@@ -44,13 +44,14 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-// The normalisation after a convolution with `channels` maps of size x size; none adds no
+// The normalisation after a convolution with `channels` maps, as normnet's norm table builds it
+// for a CNN (layer is GroupNorm with one group, as Wu and He define LayerNorm); none adds no
 // module, so the Sequential's indices (and state_dict names) are those of normnet's CNN.
-void push_norm(torch::nn::Sequential& s, const Options& o, int64_t channels, int64_t size) {
+void push_norm(torch::nn::Sequential& s, const Options& o, int64_t channels) {
     namespace nn = torch::nn;
     if (o.norm == "batch") s->push_back(nn::BatchNorm2d(channels));
     else if (o.norm == "group") s->push_back(nn::GroupNorm(o.groups, channels));
-    else if (o.norm == "layer") s->push_back(nn::LayerNorm(nn::LayerNormOptions({channels, size, size})));
+    else if (o.norm == "layer") s->push_back(nn::GroupNorm(1, channels));
     else if (o.norm == "instance") s->push_back(nn::InstanceNorm2d(nn::InstanceNorm2dOptions(channels).affine(true)));
 }
 
@@ -58,11 +59,11 @@ torch::nn::Sequential make_model(const Options& o) {
     namespace nn = torch::nn;
     nn::Sequential s;
     s->push_back(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)));
-    push_norm(s, o, 32, 28);
+    push_norm(s, o, 32);
     s->push_back(nn::ReLU());
     s->push_back(nn::MaxPool2d(2));
     s->push_back(nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)));
-    push_norm(s, o, 64, 14);
+    push_norm(s, o, 64);
     s->push_back(nn::ReLU());
     s->push_back(nn::MaxPool2d(2));
     s->push_back(nn::Flatten());

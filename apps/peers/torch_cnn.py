@@ -45,22 +45,23 @@ import torch.nn.functional as F  # noqa: E402
 torch.set_num_threads(args.threads)
 
 
-def make_norm(channels, size):
-    """The normalisation after a convolution with `channels` maps of size x size."""
+def make_norm(channels):
+    """The normalisation after a convolution with `channels` maps: the rows of normnet's norm
+    table for a CNN (apps/normnet/norms.cpp)."""
     if args.norm == "batch":
         return nn.BatchNorm2d(channels)
     if args.norm == "group":
         return nn.GroupNorm(args.groups, channels)
     if args.norm == "layer":
-        return nn.LayerNorm([channels, size, size])  # per-element affine, as torch.nn.LayerNorm
+        return nn.GroupNorm(1, channels)  # Wu and He's LayerNorm, as normnet's CNN: per-channel affine
     if args.norm == "instance":
         return nn.InstanceNorm2d(channels, affine=True)
     return None  # none: no module at all, so the state_dict's indices are those of normnet's CNN
 
 
 def make_model():
-    layers = [nn.Conv2d(1, 32, 3, padding=1), make_norm(32, 28), nn.ReLU(), nn.MaxPool2d(2),
-              nn.Conv2d(32, 64, 3, padding=1), make_norm(64, 14), nn.ReLU(), nn.MaxPool2d(2),
+    layers = [nn.Conv2d(1, 32, 3, padding=1), make_norm(32), nn.ReLU(), nn.MaxPool2d(2),
+              nn.Conv2d(32, 64, 3, padding=1), make_norm(64), nn.ReLU(), nn.MaxPool2d(2),
               nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10)]
     return nn.Sequential(*[m for m in layers if m is not None])
 
