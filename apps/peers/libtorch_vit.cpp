@@ -7,7 +7,7 @@
 // timed; then the test loss and accuracy are measured.
 //
 //   libtorch_vit --batch-size 128 --threads 1 --json
-#include "peer_common.hpp"
+#include "peer_images.hpp"
 #include "peer_transformer.hpp"
 
 namespace {
@@ -17,14 +17,12 @@ struct Options {
     int64_t dim_feedforward = 128;  // normnet's VisionTransformerOptions default
     std::string placement = "pre";
     double lr = 1e-3;
-    int epochs = 1;
-    double warmup = 0.05;  // untimed, in epochs; a fraction runs the first part of one epoch
-    int64_t limit = 0;     // the first N images of each split (0: all)
+    peers::ImageOptions images;
 };
 
 const std::string kUsage =
-    "usage: libtorch_vit [--dim-feedforward F] [--norm-placement pre|post] [--lr LR] [--epochs E]\n"
-    "                    [--warmup W] [--limit N]\n";
+    std::string("usage: libtorch_vit [--dim-feedforward F] [--norm-placement pre|post] [--lr LR]\n") +
+    peers::kImageUsage;
 
 Options parse(int argc, char** argv) {
     Options o;
@@ -33,16 +31,13 @@ Options parse(int argc, char** argv) {
         if (name == "--dim-feedforward") o.dim_feedforward = a.integer();
         else if (name == "--norm-placement") o.placement = a.value();
         else if (name == "--lr") o.lr = a.number();
-        else if (name == "--epochs") o.epochs = int(a.integer());
-        else if (name == "--warmup") o.warmup = a.number();
-        else if (name == "--limit") o.limit = a.integer();
-        else return false;
+        else return o.images.parse(a, name);
         return true;
     });
     if (o.placement != "pre" && o.placement != "post")
         throw std::invalid_argument("--norm-placement must be pre or post, not " + o.placement);
-    if (o.epochs < 1 || o.warmup < 0 || o.limit < 0 || o.dim_feedforward < 1)
-        throw std::invalid_argument("--epochs and --dim-feedforward must be >= 1, --warmup and --limit >= 0");
+    o.images.check();
+    if (o.dim_feedforward < 1) throw std::invalid_argument("--dim-feedforward must be >= 1");
     return o;
 }
 
@@ -71,86 +66,22 @@ struct VisionTransformerImpl : torch::nn::Module {
 };
 TORCH_MODULE(VisionTransformer);
 
-// One pass over the next order, as a user's loop would do it; max_batches < 0 means all.
-void train_epoch(VisionTransformer& model, torch::optim::Optimizer& opt, peers::EpochOrder& order,
-                 const torch::Tensor& x, const torch::Tensor& y, int64_t bs, int64_t max_batches = -1) {
-    model->train();
-    const int64_t n = x.size(0);
-    const auto perm = order.next();
-    int64_t b = 0;
-    for (int64_t start = 0; start < n && b != max_batches; start += bs, ++b) {
-        const auto idx = perm.slice(0, start, std::min(start + bs, n));  // the last partial batch is kept
-        auto loss = torch::nn::functional::cross_entropy(model->forward(x.index({idx})), y.index({idx}));
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-    }
-}
-
-// Mean test cross-entropy and accuracy in eval mode, in chunks of 500.
-std::pair<double, double> evaluate(VisionTransformer& model, const torch::Tensor& x, const torch::Tensor& y) {
-    model->eval();
-    torch::NoGradGuard no_grad;
-    double loss = 0;
-    int64_t correct = 0;
-    namespace F = torch::nn::functional;
-    for (int64_t s = 0; s < x.size(0); s += 500) {
-        const int64_t e = std::min(s + 500, x.size(0));
-        const auto logits = model->forward(x.slice(0, s, e));
-        const auto target = y.slice(0, s, e);
-        loss += F::cross_entropy(logits, target, F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
-        correct += logits.argmax(1).eq(target).sum().item<int64_t>();
-    }
-    const double n = double(std::max<int64_t>(1, x.size(0)));
-    return {loss / n, double(correct) / n};
-}
-
 void run(const Options& o) {
     const auto& c = o.common;
     peers::setup_threads(c);
     torch::manual_seed(c.seed);
-    auto [x_train, y_train] = peers::load_images(c.data, "train", o.limit);
-    auto [x_test, y_test] = peers::load_images(c.data, "t10k", o.limit);
+    auto [x_train, y_train] = peers::load_images(c.data, "train", o.images.limit);
+    auto [x_test, y_test] = peers::load_images(c.data, "t10k", o.images.limit);
     VisionTransformer model(o);
     peers::load_init(*model, c.init);
     torch::optim::Adam adam(peers::defined_parameters(*model), torch::optim::AdamOptions(o.lr));
     const int64_t n = x_train.size(0);
     peers::EpochOrder order(c.order, n, c.seed);
-
-    const int whole = int(o.warmup);
-    for (int e = 0; e < whole; ++e) train_epoch(model, adam, order, x_train, y_train, c.batch_size);
-    if (o.warmup > whole) {
-        const int64_t batches = (n + c.batch_size - 1) / c.batch_size;
-        train_epoch(model, adam, order, x_train, y_train, c.batch_size,
-                    std::max<int64_t>(1, std::llround((o.warmup - whole) * double(batches))));
-    }
-
-    std::vector<double> seconds;
-    for (int e = 0; e < o.epochs; ++e) {
-        const auto t0 = std::chrono::steady_clock::now();
-        train_epoch(model, adam, order, x_train, y_train, c.batch_size);
-        seconds.push_back(peers::seconds_since(t0));
-        peers::progress(c, "epoch " + std::to_string(e + 1) + ": " + std::to_string(seconds.back()) + " s");
-    }
+    const auto seconds = peers::timed_epochs(c, o.images, n, [&](int64_t max_batches) {
+        peers::train_epoch(model, adam, order.next(), x_train, y_train, c.batch_size, max_batches);
+    });
     const double rss = peers::peak_rss_mb();  // the training loop's peak, before evaluation
-    const auto [test_loss, test_acc] = evaluate(model, x_test, y_test);
-    const double med = peers::median(seconds);
-
-    auto r = peers::result_header(c, "vit", "layer");
-    r["samples"] = n;
-    r["epochs_seconds"] = seconds;
-    r["median_seconds"] = med;
-    r["samples_per_second"] = double(n) / med;
-    r["peak_rss_mb"] = rss;
-    r["test_loss"] = test_loss;
-    r["test_acc"] = test_acc;
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "vit, batch %lld, threads %d (BLAS %d): median %.3f s/epoch of %lld, %.0f samples/s, "
-                  "test loss %.4f, test acc %.4f, peak RSS %.0f MB",
-                  static_cast<long long>(c.batch_size), c.threads, c.blas_threads, med, static_cast<long long>(n),
-                  double(n) / med, test_loss, test_acc, rss);
-    peers::emit(c, r, line);
+    peers::image_result(c, "vit", "layer", n, seconds, peers::evaluate_images(model, x_test, y_test), rss);
 }
 
 }  // namespace

@@ -126,10 +126,14 @@ private:
 // Debian's libtorch does its matrix products in OpenBLAS (pthread build), whose pool
 // torch::set_num_threads does not size; the setter is looked up at run time so that the program
 // still runs when torch uses another BLAS.
+inline void set_blas_threads(int n) {
+    using Setter = void (*)(int);
+    if (auto f = reinterpret_cast<Setter>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+}
+
 inline void setup_threads(const CommonOptions& c) {
     torch::set_num_threads(c.threads);
-    using Setter = void (*)(int);
-    if (auto f = reinterpret_cast<Setter>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(c.blas_threads);
+    set_blas_threads(c.blas_threads);
 }
 
 // --- data ----------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ a safetensors file, and the one-line JSON result.
 Import it before torch and call setup_threads() first: Debian's torch sizes its OpenBLAS pool
 from the environment when the library loads (see README.md, "Threads").
 """
-import argparse
 import gzip
 import json
 import os
@@ -214,6 +213,84 @@ class EpochOrder:
             perm = torch.randperm(self.n)
         self.epoch += 1
         return perm
+
+
+# --- the image models' loop -------------------------------------------------------------------
+
+def train_epoch(model, opt, perm, x, y, batch_size, max_batches=None, batch_norm=False):
+    """One pass over `perm` in batches (the last partial one kept, unless BatchNorm would see a
+    single sample: normnet drops it too), as a user's loop does it: index, forward, backward, step."""
+    import torch.nn.functional as F
+    model.train()
+    for b, start in enumerate(range(0, x.shape[0], batch_size)):
+        if max_batches is not None and b >= max_batches:
+            break
+        idx = perm[start:start + batch_size]
+        if batch_norm and len(idx) == 1:
+            break
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def timed_epochs(args, n, epoch):
+    """Runs `epoch(max_batches)` for --warmup epochs untimed (a fraction runs the first part of
+    one: first touch of allocator and thread pools) and --epochs timed; returns their seconds."""
+    import time
+    whole, frac = int(args.warmup), args.warmup - int(args.warmup)
+    for _ in range(whole):
+        epoch(None)
+    if frac > 0:
+        epoch(max(1, round(frac * -(-n // args.batch_size))))
+    seconds = []
+    for e in range(args.epochs):
+        t0 = time.perf_counter()
+        epoch(None)
+        seconds.append(time.perf_counter() - t0)
+        progress(args, f"epoch {e + 1}: {seconds[-1]:.3f} s")
+    return seconds
+
+
+def evaluate_images(model, x, y):
+    """Mean cross-entropy and accuracy in eval mode, in chunks of 500 (one 10,000-image forward
+    of the CNN would take 1 GB)."""
+    import torch
+    import torch.nn.functional as F
+    model.eval()
+    loss, correct = 0.0, 0
+    with torch.no_grad():
+        for s in range(0, x.shape[0], 500):
+            logits = model(x[s:s + 500])
+            loss += F.cross_entropy(logits, y[s:s + 500], reduction="sum").item()
+            correct += (logits.argmax(1) == y[s:s + 500]).sum().item()
+    n = max(1, x.shape[0])
+    return loss / n, correct / n
+
+
+def image_result(args, model_name, norm, n, seconds, blas_threads, test_loss, test_acc, rss):
+    """The JSON result and the one-line summary of an image model's run."""
+    import torch
+    median = statistics.median(seconds)
+    result = {
+        "impl": "pytorch", "model": model_name, "norm": norm, "batch": args.batch_size,
+        "threads": args.threads, "blas_threads": blas_threads, "samples": n,
+        "epochs_seconds": [round(s, 4) for s in seconds], "median_seconds": round(median, 4),
+        "samples_per_second": round(n / median, 1), "peak_rss_mb": rss,
+        "test_loss": round(test_loss, 6), "test_acc": round(test_acc, 4), "version": torch.__version__,
+    }
+    emit(args, result,
+         f"pytorch {torch.__version__}, {model_name}, norm {norm}, batch {args.batch_size}, threads {args.threads} "
+         f"(BLAS {blas_threads}): median {median:.3f} s/epoch of {n}, {n / median:.0f} samples/s, "
+         f"test loss {test_loss:.4f}, test acc {test_acc:.4f}, peak RSS {rss:.0f} MB")
+
+
+def add_image_args(p):
+    """The image models' own options."""
+    p.add_argument("--epochs", type=int, default=1, help="timed epochs")
+    p.add_argument("--warmup", type=float, default=0.05,
+                   help="untimed warm-up, in epochs (a fraction is fine: 0.05 = first 5%% of an epoch)")
+    p.add_argument("--limit", type=int, default=0, help="use only the first N images of each split (0: all)")
 
 
 # --- weights ---------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ the test loss and accuracy. Run it with Debian's python3-torch:
 """
 import argparse
 import sys
-import time
 
 import peer_common as pc
 
@@ -23,10 +22,7 @@ def parse_args():
     p.add_argument("--dim-feedforward", type=int, default=128, help="the blocks' MLP width (normnet's default)")
     p.add_argument("--norm-placement", choices=["pre", "post"], default="pre")
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--epochs", type=int, default=1, help="timed epochs")
-    p.add_argument("--warmup", type=float, default=0.05,
-                   help="untimed warm-up, in epochs (a fraction is fine: 0.05 = first 5%% of an epoch)")
-    p.add_argument("--limit", type=int, default=0, help="use only the first N images of each split (0: all)")
+    pc.add_image_args(p)
     args = p.parse_args()
     pc.check_positive(p, args, "batch_size", "epochs", "threads", "blas_threads", "dim_feedforward")
     if args.warmup < 0 or args.limit < 0:
@@ -39,7 +35,6 @@ blas_threads = pc.setup_threads(args)
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from peer_transformer import make_encoder  # noqa: E402
 
@@ -65,32 +60,6 @@ class VisionTransformer(nn.Module):
         return self.head(self.encoder(h)[:, 0])
 
 
-def train_epoch(model, opt, order, x, y, max_batches=None):
-    model.train()
-    perm = order.next()
-    for b, start in enumerate(range(0, x.shape[0], args.batch_size)):
-        if max_batches is not None and b >= max_batches:
-            break
-        idx = perm[start:start + args.batch_size]  # the last partial batch is kept
-        loss = F.cross_entropy(model(x[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-
-def evaluate(model, x, y):
-    """Mean test cross-entropy and accuracy in eval mode, in chunks of 500."""
-    model.eval()
-    loss, correct = 0.0, 0
-    with torch.no_grad():
-        for s in range(0, x.shape[0], 500):
-            logits = model(x[s:s + 500])
-            loss += F.cross_entropy(logits, y[s:s + 500], reduction="sum").item()
-            correct += (logits.argmax(1) == y[s:s + 500]).sum().item()
-    n = max(1, x.shape[0])
-    return loss / n, correct / n
-
-
 def main():
     torch.manual_seed(args.seed)
     x_train, y_train = pc.load_images(args.data, "train", args.limit, "torch_vit")
@@ -100,35 +69,11 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     n = x_train.shape[0]
     order = pc.EpochOrder(args.order, n, args.seed)
-
-    batches_per_epoch = -(-n // args.batch_size)
-    whole, frac = int(args.warmup), args.warmup - int(args.warmup)
-    for _ in range(whole):
-        train_epoch(model, opt, order, x_train, y_train)
-    if frac > 0:
-        train_epoch(model, opt, order, x_train, y_train, max_batches=max(1, round(frac * batches_per_epoch)))
-
-    seconds = []
-    for e in range(args.epochs):
-        t0 = time.perf_counter()
-        train_epoch(model, opt, order, x_train, y_train)
-        seconds.append(time.perf_counter() - t0)
-        pc.progress(args, f"epoch {e + 1}: {seconds[-1]:.3f} s")
+    seconds = pc.timed_epochs(args, n, lambda max_batches: pc.train_epoch(
+        model, opt, order.next(), x_train, y_train, args.batch_size, max_batches))
     rss = pc.peak_rss_mb()  # the training loop's peak, before evaluation
-    test_loss, test_acc = evaluate(model, x_test, y_test)
-
-    median = pc.median(seconds)
-    result = {
-        "impl": "pytorch", "model": "vit", "norm": "layer", "batch": args.batch_size,
-        "threads": args.threads, "blas_threads": blas_threads, "samples": n,
-        "epochs_seconds": [round(s, 4) for s in seconds], "median_seconds": round(median, 4),
-        "samples_per_second": round(n / median, 1), "peak_rss_mb": rss,
-        "test_loss": round(test_loss, 6), "test_acc": round(test_acc, 4), "version": torch.__version__,
-    }
-    pc.emit(args, result,
-            f"pytorch {torch.__version__}, vit, batch {args.batch_size}, threads {args.threads} (BLAS {blas_threads}): "
-            f"median {median:.3f} s/epoch of {n}, {result['samples_per_second']:.0f} samples/s, "
-            f"test loss {test_loss:.4f}, test acc {test_acc:.4f}, peak RSS {rss:.0f} MB")
+    test_loss, test_acc = pc.evaluate_images(model, x_test, y_test)
+    pc.image_result(args, "vit", "layer", n, seconds, blas_threads, test_loss, test_acc, rss)
 
 
 if __name__ == "__main__":
