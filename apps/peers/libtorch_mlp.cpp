@@ -8,8 +8,7 @@
 // Same options and JSON keys as torch_mlp.py, with "impl": "libtorch".
 #include <torch/torch.h>
 
-#include <dlfcn.h>
-#include <sys/resource.h>
+#include "peer_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -82,28 +81,7 @@ Options parse_args(int argc, char** argv) {
   return o;
 }
 
-// Reads an IDX file: big-endian magic (0x0803 images, 0x0801 labels), dims, then uint8 data.
-std::vector<uint8_t> read_idx(const std::string& path, uint32_t magic, std::vector<int64_t>& dims) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open " + path);
-  std::vector<uint8_t> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto be32 = [&](size_t at) {
-    if (at + 4 > raw.size()) throw std::runtime_error(path + ": truncated header");
-    return uint32_t(raw[at]) << 24 | uint32_t(raw[at + 1]) << 16 | uint32_t(raw[at + 2]) << 8 |
-           uint32_t(raw[at + 3]);
-  };
-  if (be32(0) != magic) throw std::runtime_error(path + ": not an IDX file of the expected kind");
-  const size_t ndim = magic & 0xFF, header = 4 + 4 * ndim;
-  dims.clear();
-  size_t count = 1;
-  for (size_t d = 0; d < ndim; ++d) {
-    dims.push_back(be32(4 + 4 * d));
-    count *= size_t(dims.back());
-  }
-  if (raw.size() != header + count)
-    throw std::runtime_error(path + ": data size does not match the header");
-  return {raw.begin() + long(header), raw.end()};
-}
+using peers::read_idx;  // raw or gzipped IDX (peer_common.hpp)
 
 // Images as float32 [N, 784] scaled to [0, 1], labels as int64 [N].
 std::pair<torch::Tensor, torch::Tensor> load_split(const std::string& dir, const std::string& prefix) {
@@ -142,26 +120,12 @@ void train_epoch(torch::nn::Sequential& model, torch::optim::Optimizer& opt, con
   }
 }
 
-// Debian's libtorch does its matrix products in OpenBLAS (pthread build), whose thread pool
-// torch::set_num_threads does not size. Look the setter up at run time so the program still
-// builds and runs when torch uses another BLAS.
-void set_blas_threads(int n) {
-  using Setter = void (*)(int);
-  if (auto f = reinterpret_cast<Setter>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
-}
-
-double peak_rss_mb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options opt = parse_args(argc, argv);
   torch::set_num_threads(opt.threads);
-  set_blas_threads(opt.blas_threads);
+  peers::set_blas_threads(opt.blas_threads);
   torch::manual_seed(opt.seed);
 
   auto [x_train, y_train] = load_split(opt.data, "train");
@@ -207,7 +171,7 @@ int main(int argc, char** argv) try {
   std::sort(sorted.begin(), sorted.end());
   const size_t m = sorted.size();
   const double median = m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
-  const double sps = double(n) / median, rss = peak_rss_mb();
+  const double sps = double(n) / median, rss = peers::peak_rss_mb();
 
   if (opt.json) {
     std::string list;
