@@ -14,4 +14,5 @@
 #include "normnet/nn/loss.hpp"
 #include "normnet/nn/norm.hpp"
 #include "normnet/nn/pooling.hpp"
+#include "normnet/nn/rnn.hpp"
 #include "normnet/nn/transformer.hpp"
