@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "normnet/gradcheck.hpp"
 #include "test_helpers.hpp"
 
 namespace normnet::test {
@@ -42,5 +43,25 @@ inline void require_torch_grads(const Module& module, const SafetensorsData& g, 
 
 /// A metadata flag written by Python ("True"/"False").
 inline bool meta_flag(const SafetensorsData& g, const std::string& key) { return g.metadata.at(key) == "True"; }
+/// A metadata integer.
+inline int64_t meta_int(const SafetensorsData& g, const std::string& key) { return std::stoll(g.metadata.at(key)); }
+
+/// CHECKs a gradcheck result, printing its message on failure.
+inline void check_gradcheck(const GradcheckResult& r) {
+    INFO(r.message);
+    CHECK(r.ok);
+}
+
+/// The whole case for a module of one input: torch's state loaded, forward of "x" against "out",
+/// backward of "dout", the input's gradient against "dx" and every parameter's.
+inline void require_module_case(Module& module, const SafetensorsData& g, const std::string& c) {
+    load_torch_state(module, g, c);
+    Tensor x = leaf(g.at(c + ".x"));
+    const Tensor out = module.forward(x);
+    require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
+    out.backward(g.at(c + ".dout"));
+    require_close(x.grad(), g.at(c + ".dx"), 1e-5, c + ".dx");
+    require_torch_grads(module, g, c);
+}
 
 }  // namespace normnet::test

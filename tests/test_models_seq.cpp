@@ -10,12 +10,10 @@
 using namespace normnet;
 using namespace normnet::models;
 using Catch::Contains;
+using test::check_gradcheck;
 using test::meta_flag;
+using test::meta_int;
 using test::require_close;
-
-namespace {
-int64_t meta_int(const SafetensorsData& g, const std::string& key) { return std::stoll(g.metadata.at(key)); }
-}  // namespace
 
 TEST_CASE("models: CharTransformer matches its PyTorch equivalent", "[models][seq][golden]") {
     const auto g = test::golden("seq_models.safetensors");
@@ -71,13 +69,7 @@ TEST_CASE("models: VisionTransformer matches its PyTorch equivalent", "[models][
                                                      .dim_feedforward = meta_int(g, c + ".dim_feedforward"),
                                                      .norm = g.metadata.at(c + ".norm"),
                                                      .norm_first = meta_flag(g, c + ".norm_first")});
-        test::load_torch_state(m, g, c);
-        Tensor x = test::leaf(g.at(c + ".x"));
-        const Tensor out = m.forward(x);
-        require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
-        out.backward(g.at(c + ".dout"));
-        require_close(x.grad(), g.at(c + ".dx"), 1e-5, c + ".dx");
-        test::require_torch_grads(m, g, c);
+        test::require_module_case(m, g, c);
     }
 }
 
@@ -102,13 +94,7 @@ TEST_CASE("models: RowLSTM matches its PyTorch equivalent, with and without Laye
                                  .hidden_size = meta_int(g, c + ".hidden_size"),
                                  .num_classes = meta_int(g, c + ".num_classes"),
                                  .norm = g.metadata.at(c + ".norm")});
-        test::load_torch_state(m, g, c);
-        Tensor x = test::leaf(g.at(c + ".x"));
-        const Tensor out = m.forward(x);
-        require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
-        out.backward(g.at(c + ".dout"));
-        require_close(x.grad(), g.at(c + ".dx"), 1e-5, c + ".dx");
-        test::require_torch_grads(m, g, c);
+        test::require_module_case(m, g, c);
     }
     RowLSTM m;
     CHECK(dynamic_cast<LayerNormLSTM*>(m.rnn.get()) != nullptr);

@@ -7,12 +7,12 @@
 
 using namespace normnet;
 using Catch::Contains;
+using test::check_gradcheck;
 using test::meta_flag;
+using test::meta_int;
 using test::require_close;
 
 namespace {
-
-int64_t meta_int(const SafetensorsData& g, const std::string& key) { return std::stoll(g.metadata.at(key)); }
 
 std::shared_ptr<RNNBase> make_rnn(const std::string& kind, const RNNOptions& o) {
     if (kind == "lstm") return std::make_shared<LSTM>(o);
@@ -36,10 +36,6 @@ std::tuple<Tensor, Tensor, Tensor> run(RNNBase& m, const Tensor& x, const Tensor
     return {out, std::get<0>(s), std::get<1>(s)};
 }
 
-void check_gradcheck(const GradcheckResult& r) {
-    INFO(r.message);
-    CHECK(r.ok);
-}
 
 }  // namespace
 

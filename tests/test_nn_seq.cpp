@@ -11,19 +11,10 @@
 
 using namespace normnet;
 using Catch::Contains;
+using test::check_gradcheck;
 using test::meta_flag;
+using test::meta_int;
 using test::require_close;
-
-namespace {
-
-int64_t meta_int(const SafetensorsData& g, const std::string& key) { return std::stoll(g.metadata.at(key)); }
-
-void check_gradcheck(const GradcheckResult& r) {
-    INFO(r.message);
-    CHECK(r.ok);
-}
-
-}  // namespace
 
 TEST_CASE("nn seq: Embedding matches PyTorch; the padding row gets no gradient", "[nn][seq][golden]") {
     const auto g = test::golden("seq_modules.safetensors");

@@ -1,6 +1,7 @@
 // CharTransformer: embeddings, a causal TransformerEncoder and the head.
 #include "normnet/models/char_transformer.hpp"
 
+#include "encoder_stack.hpp"
 #include "normnet/nn/init.hpp"
 #include "normnet/ops.hpp"
 
@@ -16,16 +17,8 @@ CharTransformer::CharTransformer(const CharTransformerOptions& options) : option
     nn::init::normal_(tok_emb->weight, 0.0, 0.02);
     nn::init::normal_(pos_emb, 0.0, 0.02);
     drop = register_module("drop", std::make_shared<Dropout>(o.dropout));
-    TransformerEncoderLayerOptions layer{.d_model = o.d_model,
-                                         .nhead = o.n_heads,
-                                         .dim_feedforward = ff,
-                                         .dropout = o.dropout,
-                                         .activation = "gelu",
-                                         .batch_first = true,
-                                         .norm_first = o.norm_first,
-                                         .norm = o.norm};
-    encoder = register_module("encoder", std::make_shared<TransformerEncoder>(TransformerEncoderOptions{
-                                             layer, o.n_layers, /*final_norm=*/o.norm_first}));
+    encoder = register_module(
+        "encoder", detail::encoder_stack(o.d_model, o.n_heads, ff, o.n_layers, o.dropout, o.norm, o.norm_first));
     head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab_size, false));
 }
 

@@ -2,6 +2,7 @@
 // embedding, the encoder, the head on the class token.
 #include "normnet/models/vision_transformer.hpp"
 
+#include "encoder_stack.hpp"
 #include "normnet/nn/init.hpp"
 #include "normnet/ops.hpp"
 
@@ -20,16 +21,8 @@ VisionTransformer::VisionTransformer(const VisionTransformerOptions& options) : 
     class_token = register_parameter("class_token", zeros({1, 1, o.d_model}));
     pos_embedding = register_parameter("pos_embedding", empty({1, tokens, o.d_model}));
     nn::init::normal_(pos_embedding, 0.0, 0.02);
-    TransformerEncoderLayerOptions layer{.d_model = o.d_model,
-                                         .nhead = o.num_heads,
-                                         .dim_feedforward = o.dim_feedforward,
-                                         .dropout = o.dropout,
-                                         .activation = "gelu",
-                                         .batch_first = true,
-                                         .norm_first = o.norm_first,
-                                         .norm = o.norm};
-    encoder = register_module("encoder", std::make_shared<TransformerEncoder>(TransformerEncoderOptions{
-                                             layer, o.num_layers, /*final_norm=*/o.norm_first}));
+    encoder = register_module("encoder", detail::encoder_stack(o.d_model, o.num_heads, o.dim_feedforward, o.num_layers,
+                                                               o.dropout, o.norm, o.norm_first));
     head = register_module("head", std::make_shared<Linear>(o.d_model, o.num_classes));
 }
 
