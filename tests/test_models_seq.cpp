@@ -102,3 +102,24 @@ TEST_CASE("models: RowLSTM matches its PyTorch equivalent, with and without Laye
     CHECK_THROWS_WITH(RowLSTM(RowLSTMOptions{.norm = "batch"}), Contains("expected layer or none"));
     CHECK_THROWS_WITH(m.forward(randn({2, 27, 28})), Contains("RowLSTM") && Contains("[2, 27, 28]"));
 }
+
+TEST_CASE("models: gradcheck of tiny CharTransformer, VisionTransformer and RowLSTM", "[models][seq][gradcheck]") {
+    for (const bool first : {true, false}) {
+        manual_seed(8);
+        CharTransformer lm(CharTransformerOptions{.vocab_size = 5, .context = 4, .d_model = 4, .n_layers = 1, .n_heads = 2,
+                                                  .norm_first = first, .dim_feedforward = 6});
+        // Embeddings of scale 1 rather than 0.02: finite differences of 1e-3 on vectors of 0.02
+        // that a LayerNorm then scales up are far from linear.
+        nn::init::normal_(lm.tok_emb->weight);
+        nn::init::normal_(lm.pos_emb);
+        INFO("CharTransformer norm_first " << first);
+        check_gradcheck(gradcheck(lm, test::labels_of({0, 3, 1, 4, 2, 2}).reshape({2, 3})));
+    }
+    manual_seed(9);
+    VisionTransformer vit(VisionTransformerOptions{.image_size = 4, .patch_size = 2, .num_classes = 3, .d_model = 4,
+                                                   .num_layers = 1, .num_heads = 2, .dim_feedforward = 6});
+    INFO("VisionTransformer");
+    check_gradcheck(gradcheck(vit, randn({2, 1, 4, 4}).requires_grad_()));
+    RowLSTM row(RowLSTMOptions{.rows = 3, .row_size = 2, .hidden_size = 3, .num_classes = 2});
+    check_gradcheck(gradcheck(row, randn({2, 6}).requires_grad_()));
+}

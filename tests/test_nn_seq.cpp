@@ -160,3 +160,14 @@ TEST_CASE("nn seq: TransformerEncoderLayer refuses unknown activations and norms
                       Contains("unknown norm 'group'") && Contains("layer, rms, batch or none"));
     CHECK_THROWS_WITH(SequenceBatchNorm(3).forward(randn({3})), Contains("SequenceBatchNorm"));
 }
+
+TEST_CASE("nn seq: Embedding gradcheck (the padding row stays without gradient)", "[nn][seq][gradcheck]") {
+    manual_seed(4);
+    Embedding emb(6, 3, 1);
+    // By design the padding row's analytic gradient is 0 although it changes the output (as torch),
+    // so the finite differences run on indices without it.
+    check_gradcheck(gradcheck(emb, test::labels_of({0, 3, 5, 3, 2, 0})));
+    const Tensor idx = test::labels_of({0, 1, 5, 1, 2, 0});
+    sum(emb(idx)).backward();
+    CHECK(emb.weight.grad().select(0, 1).abs().sum().item<float>() == 0.0f);
+}
