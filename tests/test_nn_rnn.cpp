@@ -141,3 +141,19 @@ TEST_CASE("nn rnn: names, repr, clone and errors", "[nn][rnn]") {
     CHECK_THROWS_WITH(ln.forward(randn({4, 2, 2}), {}, test::labels_of({5, 1})), Contains("length 5"));
     CHECK_THROWS_WITH(LSTM(LSTMOptions{.input_size = 3, .hidden_size = 0}), Contains("hidden_size"));
 }
+
+TEST_CASE("nn rnn: dropout acts between layers in training only", "[nn][rnn]") {
+    for (const std::string kind : {"lstm", "gru", "lnlstm"}) {
+        INFO(kind);
+        manual_seed(12);
+        auto m = make_rnn(kind, RNNOptions{.input_size = 3, .hidden_size = 8, .num_layers = 2, .dropout = 0.5});
+        auto one = make_rnn(kind, RNNOptions{.input_size = 3, .hidden_size = 8, .num_layers = 1, .dropout = 0.5});
+        const Tensor x = randn({4, 2, 3});
+        const Tensor train_out = m->forward(x);
+        CHECK((train_out - m->forward(x)).abs().sum().item<float>() > 0.0f);  // fresh masks each call
+        m->eval();
+        test::require_close(m->forward(x), m->forward(x), 0.0, "eval is deterministic");
+        // No dropout after the last layer: a one-layer module is deterministic in training too.
+        test::require_close(one->forward(x), one->forward(x), 0.0, "one layer");
+    }
+}

@@ -171,3 +171,18 @@ TEST_CASE("nn seq: Embedding gradcheck (the padding row stays without gradient)"
     sum(emb(idx)).backward();
     CHECK(emb.weight.grad().select(0, 1).abs().sum().item<float>() == 0.0f);
 }
+
+TEST_CASE("nn seq: attention and block dropout act in training only", "[nn][seq]") {
+    manual_seed(6);
+    TransformerEncoderLayer layer(TransformerEncoderLayerOptions{.d_model = 8, .nhead = 2, .dim_feedforward = 16,
+                                                                 .dropout = 0.3, .batch_first = true});
+    const Tensor x = randn({2, 5, 8});
+    CHECK((layer(x) - layer(x)).abs().sum().item<float>() > 0.0f);
+    layer.eval();
+    require_close(layer(x), layer(x), 0.0, "eval");
+    MultiheadAttention mha(MultiheadAttentionOptions{.embed_dim = 8, .num_heads = 2, .dropout = 0.5});
+    const Tensor q = randn({5, 2, 8});
+    CHECK((mha(q) - mha(q)).abs().sum().item<float>() > 0.0f);
+    mha.eval();
+    require_close(mha(q), mha(q), 0.0, "eval");
+}
