@@ -12,6 +12,7 @@
 #include "normnet/gradcheck.hpp"
 #include "normnet/idx.hpp"
 #include "normnet/layers.hpp"
+#include "normnet/models.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"
 #include "normnet/optim.hpp"

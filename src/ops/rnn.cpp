@@ -13,12 +13,17 @@
 #include "normnet/ops.hpp"
 #include "op.hpp"
 #include "reduce.hpp"
+#include "vmath.hpp"
 
 namespace normnet {
 namespace detail {
 namespace {
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// The cells use the vectorised sigmoid and tanh (vmath.hpp): libm's calls keep the per-unit
+// loops scalar. The loops below name each gate block by its own restrict pointer and say omp simd,
+// since GCC cannot otherwise tell that the blocks of one row do not overlap.
+using vmath::sigmoid;
+using vmath::tanh;
 
 // Rows (samples) per chunk of a per-step cell kernel.
 int64_t cell_grain(int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 13) / std::max<int64_t>(width, 1)); }
@@ -60,13 +65,22 @@ void lstm_cell_forward(float* gates, int64_t gs, float* h_state, float* c_state,
             std::fill_n(g, 4 * H, 0.0f);
             continue;
         }
+        float* __restrict gi = g;
+        float* __restrict gf = g + H;
+        float* __restrict gc = g + 2 * H;
+        float* __restrict go = g + 3 * H;
+        float* __restrict hr = h;
+        float* __restrict cr = c;
+        float* __restrict orow = o_row;
+        float* __restrict crow = c_row;
+#pragma omp simd
         for (int64_t j = 0; j < H; ++j) {
-            const float i = sigmoid(g[j]), f = sigmoid(g[H + j]), gg = std::tanh(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
-            g[j] = i, g[H + j] = f, g[2 * H + j] = gg, g[3 * H + j] = o;
-            c[j] = f * c[j] + i * gg;
-            h[j] = o * std::tanh(c[j]);
-            o_row[j] = h[j];
-            c_row[j] = c[j];
+            const float i = sigmoid(gi[j]), f = sigmoid(gf[j]), gg = tanh(gc[j]), o = sigmoid(go[j]);
+            gi[j] = i, gf[j] = f, gc[j] = gg, go[j] = o;
+            const float cn = f * cr[j] + i * gg;
+            const float hn = o * tanh(cn);
+            cr[j] = cn, crow[j] = cn;
+            hr[j] = hn, orow[j] = hn;
         }
     }
 }
@@ -84,16 +98,26 @@ void lstm_cell_backward(float* dgates, const float* gates, int64_t gs, float* dh
             continue;
         }
         const float* g = gates + r * gs;
+        float* __restrict di = d;
+        float* __restrict df = d + H;
+        float* __restrict dg = d + 2 * H;
+        float* __restrict d_o = d + 3 * H;
+        float* __restrict dcr = dc + r * H;
+        const float* __restrict dhr = dh + r * H;
+        const float* __restrict cn = c_new + r * os;
+        const float* __restrict cp = c_prev + r * os;
+        const float* __restrict dor = dout + r * os;
+#pragma omp simd
         for (int64_t j = 0; j < H; ++j) {
             const float i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
-            const float tc = std::tanh(c_new[r * os + j]);
-            const float dht = dout[r * os + j] + dh[r * H + j];
-            const float dct = dc[r * H + j] + dht * o * (1.0f - tc * tc);
-            d[j] = dct * gg * i * (1.0f - i);
-            d[H + j] = dct * c_prev[r * os + j] * f * (1.0f - f);
-            d[2 * H + j] = dct * i * (1.0f - gg * gg);
-            d[3 * H + j] = dht * tc * o * (1.0f - o);
-            dc[r * H + j] = dct * f;
+            const float tc = tanh(cn[j]);
+            const float dht = dor[j] + dhr[j];
+            const float dct = dcr[j] + dht * o * (1.0f - tc * tc);
+            di[j] = dct * gg * i * (1.0f - i);
+            df[j] = dct * cp[j] * f * (1.0f - f);
+            dg[j] = dct * i * (1.0f - gg * gg);
+            d_o[j] = dht * tc * o * (1.0f - o);
+            dcr[j] = dct * f;
         }
     }
 }
@@ -170,12 +194,18 @@ void gru_cell_forward(float* xg, int64_t gs, const float* hg, float* h_state, fl
             std::fill_n(g, 3 * H, 0.0f);
             continue;
         }
+        float* __restrict gr = g;
+        float* __restrict gz = g + H;
+        float* __restrict gn = g + 2 * H;
+        float* __restrict hr = h;
+        float* __restrict orow = o_row;
+#pragma omp simd
         for (int64_t j = 0; j < H; ++j) {
-            const float rr = sigmoid(g[j] + hh[j]), z = sigmoid(g[H + j] + hh[H + j]);
-            const float n = std::tanh(g[2 * H + j] + rr * hh[2 * H + j]);
-            g[j] = rr, g[H + j] = z, g[2 * H + j] = n;
-            h[j] = (1.0f - z) * n + z * h[j];
-            o_row[j] = h[j];
+            const float rr = sigmoid(gr[j] + hh[j]), z = sigmoid(gz[j] + hh[H + j]);
+            const float n = tanh(gn[j] + rr * hh[2 * H + j]);
+            gr[j] = rr, gz[j] = z, gn[j] = n;
+            const float hn = (1.0f - z) * n + z * hr[j];
+            hr[j] = hn, orow[j] = hn;
         }
     }
 }

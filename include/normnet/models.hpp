@@ -1,0 +1,7 @@
+// The model classes of normnet::models in one include (as torchvision.models): CharTransformer,
+// VisionTransformer and RowLSTM (include/normnet/models/).
+#pragma once
+
+#include "normnet/models/char_transformer.hpp"
+#include "normnet/models/row_lstm.hpp"
+#include "normnet/models/vision_transformer.hpp"
