@@ -250,31 +250,35 @@ TEST_CASE("crash: a full disk at every point of a run, each failure keeps the la
     require_same_run(run, reference);
 }
 
-TEST_CASE("crash: a commit whose model write fails after the new training state is written keeps the previous pair",
+TEST_CASE("crash: a model or metrics.csv write failing after the new training state keeps the previous pair",
           "[crash][commit]") {
-    // The full-disk test cannot make the model's write fail after a first checkpoint (by then
-    // the disk fills up earlier, in the new training state), so a fault hook fails it: the
-    // rename of the second commit's model (LD_PRELOAD, tests/fault/). The new training state is
-    // on the disk by then; the pair in place must still be epoch 1's.
+    // The full-disk test cannot make these writes fail after a first checkpoint (by then the
+    // disk fills up earlier, in the new training state), so a fault hook fails them: the rename
+    // of the second commit's model, or of epoch 1's metrics.csv (the second write: the first
+    // is the rewrite at the start), through LD_PRELOAD (tests/fault/). The pair in place must be
+    // the last complete one, the failure an error, and the run must resume to the same end.
     SmallRun setup(3);
-    const fs::path reference = setup.dir.path / "reference", run = setup.dir.path / "run";
+    const fs::path reference = setup.dir.path / "reference";
     REQUIRE(run_normnet(with(setup.launch(reference.string()), {"--quiet"}), setup.dir.work()).status == 0);
-    const std::string fault = std::string("export LD_PRELOAD=") + NORMNET_FAULT_LIB +
-                              " NORMNET_FAULT_RENAME=model.safetensors:2"
-                              " ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\"";
-    const RunResult r = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work(), fault);
-    INFO(r.err);
-    CHECK(r.status == 1);
-    CHECK_THAT(r.err, StartsWith("normnet: error: cannot write " + (run / "model.safetensors").string()) &&
-                          Contains("No space left on device"));
-    CHECK(normnet::load_safetensors((run / "model.safetensors").string()).metadata.at("normnet.epoch") == "1");
-    require_consistent_folder(run, "after the failed commit");
-    CHECK(temporaries_in(run).empty());
-    const RunResult resumed = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
-    INFO(resumed.err);
-    REQUIRE(resumed.status == 0);
-    CHECK(resumed.err.empty());
-    require_same_run(run, reference);
+    for (const auto& [file, epoch] : {std::pair<std::string, std::string>{"model.safetensors", "1"}, {"metrics.csv", "1"}}) {
+        INFO(file);
+        const fs::path run = setup.dir.path / file;
+        const std::string fault = std::string("export LD_PRELOAD=") + NORMNET_FAULT_LIB + " NORMNET_FAULT_RENAME=" + file +
+                                  ":2 ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\"";
+        const RunResult r = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work(), fault);
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK_THAT(r.err, StartsWith("normnet: error: cannot write " + (run / file).string()) &&
+                              Contains("No space left on device"));
+        CHECK(normnet::load_safetensors((run / "model.safetensors").string()).metadata.at("normnet.epoch") == epoch);
+        require_consistent_folder(run, "after the failed write");
+        CHECK(temporaries_in(run).empty());
+        const RunResult resumed = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
+        INFO(resumed.err);
+        REQUIRE(resumed.status == 0);
+        CHECK(resumed.err.empty());
+        require_same_run(run, reference);
+    }
 }
 
 TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continue, and the resumed run ends identically",
