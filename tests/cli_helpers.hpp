@@ -72,12 +72,18 @@ inline RunResult run_normnet(const std::vector<std::string>& args, const fs::pat
 // wait_for), its stderr goes to a file; it is killed and reaped when the handle goes away.
 class Process {
 public:
-    Process(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& err_file) {
+    /// `env`: "NAME=value" entries added to the environment (test hooks such as NORMNET_TEST_SIGNAL_AT_STEP).
+    Process(const std::vector<std::string>& args, const fs::path& cwd, const fs::path& err_file,
+            std::vector<std::string> env = {}) {
         std::vector<std::string> argv_text{NORMNET_BINARY};
         argv_text.insert(argv_text.end(), args.begin(), args.end());
         std::vector<char*> argv;
         for (auto& a : argv_text) argv.push_back(a.data());
         argv.push_back(nullptr);
+        std::vector<char*> envp;
+        for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+        for (auto& e : env) envp.push_back(e.data());
+        envp.push_back(nullptr);
         int pipe_fds[2];
         REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
         const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -87,7 +93,7 @@ public:
         if (pid_ == 0) {  // only async-signal-safe calls until exec
             const int in = ::open("/dev/null", O_RDONLY);
             if (::chdir(cwd.c_str()) != 0 || ::dup2(pipe_fds[1], 1) < 0 || ::dup2(err, 2) < 0 || ::dup2(in, 0) < 0) ::_exit(127);
-            ::execv(argv[0], argv.data());
+            ::execve(argv[0], argv.data(), envp.data());
             ::_exit(127);
         }
         ::close(pipe_fds[1]);
@@ -126,8 +132,11 @@ public:
         while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
         }
         status_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+        killed_by_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         return status_;
     }
+    /// After wait(): the signal that ended it (0: it exited, even with status 128 + n).
+    int killed_by() const { return killed_by_; }
 
 private:
     // One read of stdout (waiting at most timeout_ms, -1: no limit); false at its end or on timeout.
@@ -149,6 +158,7 @@ private:
     pid_t pid_ = -1;
     int out_ = -1;
     int status_ = -1;
+    int killed_by_ = 0;
     std::string output_;
 };
 

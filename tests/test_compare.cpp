@@ -82,7 +82,7 @@ TEST_CASE("compare: bad options exit with status 2 and write nothing", "[compare
     }
 }
 
-TEST_CASE("compare: the report describes the grid that ran; seeds get a column and error bars", "[compare]") {
+TEST_CASE("compare: the report describes the grid that ran, seeds get a column and error bars", "[compare]") {
     TempDir dir;
     write_synthetic_mnist(dir.path / "data", 300, 100);
     // Spaces after the commas, as in --hidden.
@@ -109,7 +109,7 @@ TEST_CASE("compare: the report describes the grid that ran; seeds get a column a
     for (const char* fraction : {">1.2<", ">1.5<", ">1.8<"}) CHECK_THAT(curves, !Contains(fraction));
 }
 
-TEST_CASE("compare: an existing output is refused unless --overwrite; bad grids are usage errors", "[compare]") {
+TEST_CASE("compare: an existing output is refused unless --overwrite, bad grids are usage errors", "[compare]") {
     TempDir dir;
     write_synthetic_mnist(dir.path / "data", 200, 50);
     const std::vector<std::string> run{"compare", "--data", (dir.path / "data").string(), "--norms", "layer",

@@ -124,7 +124,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("crash: kill -9 at random moments and around checkpoint writes; every kill resumes, the end is byte-identical",
+TEST_CASE("crash: kill -9 at random moments and around checkpoint writes, every kill resumes, the end is byte-identical",
           "[crash][kill]") {
     const auto start = Clock::now();
     SmallRun setup(200);
@@ -187,7 +187,7 @@ TEST_CASE("crash: kill -9 at random moments and around checkpoint writes; every 
     require_same_run(run, reference);
 }
 
-TEST_CASE("crash: a full disk at every point of a run; each failure keeps the last checkpoint, the end is byte-identical",
+TEST_CASE("crash: a full disk at every point of a run, each failure keeps the last checkpoint, the end is byte-identical",
           "[crash][disk]") {
     SmallRun setup(6);
     const fs::path reference = setup.dir.path / "reference";
@@ -250,59 +250,89 @@ TEST_CASE("crash: a full disk at every point of a run; each failure keeps the la
     require_same_run(run, reference);
 }
 
+TEST_CASE("crash: a model or metrics.csv write failing after the new training state keeps the previous pair",
+          "[crash][commit]") {
+    // The full-disk test cannot make these writes fail after a first checkpoint (by then the
+    // disk fills up earlier, in the new training state), so a fault hook fails them: the rename
+    // of the second commit's model, or of epoch 1's metrics.csv (the second write: the first
+    // is the rewrite at the start), through LD_PRELOAD (tests/fault/). The pair in place must be
+    // the last complete one, the failure an error, and the run must resume to the same end.
+    SmallRun setup(3);
+    const fs::path reference = setup.dir.path / "reference";
+    REQUIRE(run_normnet(with(setup.launch(reference.string()), {"--quiet"}), setup.dir.work()).status == 0);
+    for (const auto& [file, epoch] : {std::pair<std::string, std::string>{"model.safetensors", "1"}, {"metrics.csv", "1"}}) {
+        INFO(file);
+        const fs::path run = setup.dir.path / file;
+        const std::string fault = std::string("export LD_PRELOAD=") + NORMNET_FAULT_LIB + " NORMNET_FAULT_RENAME=" + file +
+                                  ":2 ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\"";
+        const RunResult r = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work(), fault);
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK_THAT(r.err, StartsWith("normnet: error: cannot write " + (run / file).string()) &&
+                              Contains("No space left on device"));
+        CHECK(normnet::load_safetensors((run / "model.safetensors").string()).metadata.at("normnet.epoch") == epoch);
+        require_consistent_folder(run, "after the failed write");
+        CHECK(temporaries_in(run).empty());
+        const RunResult resumed = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
+        INFO(resumed.err);
+        REQUIRE(resumed.status == 0);
+        CHECK(resumed.err.empty());
+        require_same_run(run, reference);
+    }
+}
+
 TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continue, and the resumed run ends identically",
           "[crash][signal]") {
-    // Epochs of 6,000 batches (about 0.1 s), so that a signal 30 ms into one lands inside it.
-    SmallRun setup(3, 12000, "2");
+    // 8 batches per epoch; the trainer is polled after each batch but an epoch's last, so poll 10
+    // is after batch 3 of epoch 2. The program waits there for the signal (its test hook,
+    // signals.hpp): the signal lands at that step however loaded the machine is.
+    SmallRun setup(3);
+    const std::string at_step = "NORMNET_TEST_SIGNAL_AT_STEP=10";
     const fs::path reference = setup.dir.path / "reference";
     REQUIRE(run_normnet(with(setup.launch(reference.string()), {"--quiet"}), setup.dir.work()).status == 0);
     for (const int sig : {SIGINT, SIGTERM}) {
         const std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-        // Sent 30 ms into epoch 2, the signal lands inside it, unless a loaded machine kept the
-        // process from running until then: a stop between epochs is right too, but the test
-        // tries again (up to 5 times) until it has seen a partial epoch saved.
-        bool partial_epoch_saved = false;
-        for (int attempt = 0; attempt < 5 && !partial_epoch_saved; ++attempt) {
-            const fs::path run = setup.dir.path / (name + std::to_string(attempt));
-            INFO(name << ", attempt " << attempt + 1);
-            {
-                Process p(setup.launch(run.string()), setup.dir.work(), setup.dir.path / "stderr.txt");
-                // After epoch 1's checkpoint and its metrics.csv row.
-                REQUIRE(p.wait_for("epoch 1/3", 20000));
-                for (int ms = 0; lines_of(read_file(run / "metrics.csv")).size() < 2 && ms < 20000; ++ms) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(30));
-                p.signal(sig);
-                CHECK(p.wait() == 128 + sig);
-            }
-            const std::string err = read_file(setup.dir.path / "stderr.txt");
-            CHECK(lines_of(err).size() == 1);
-            CHECK_THAT(err, Contains("stopped by " + name + " at epoch ") && Contains("normnet train --resume " + run.string()));
-            // Stopped inside epoch 2: the partial epoch is in the checkpoint.
-            const auto model = normnet::load_safetensors((run / "model.safetensors").string());
-            partial_epoch_saved = err.find("at epoch 2, batch ") != std::string::npos;
-            CHECK(model.metadata.at("normnet.epoch") == "1");
-            CHECK(model.metadata.count("normnet.batch") == (partial_epoch_saved ? 1u : 0u));
-            require_consistent_folder(run, "after the signal");
-            CHECK(temporaries_in(run).empty());
-            const RunResult resumed = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
-            INFO(resumed.err);
-            REQUIRE(resumed.status == 0);
-            require_same_run(run, reference);
+        INFO(name);
+        const fs::path run = setup.dir.path / name;
+        {
+            Process p(setup.launch(run.string()), setup.dir.work(), setup.dir.path / "stderr.txt", {at_step});
+            REQUIRE(p.wait_for("waiting for a signal at step 10", 20000));
+            p.signal(sig);
+            CHECK(p.wait() == 128 + sig);
+            CHECK(p.killed_by() == 0);  // it exited by itself, after saving
         }
-        CHECK(partial_epoch_saved);
+        const std::string err = read_file(setup.dir.path / "stderr.txt");
+        CHECK(lines_of(err).size() == 1);
+        CHECK_THAT(err, StartsWith("normnet: stopped by " + name + " at epoch 2, batch 3 of 8; checkpoint saved") &&
+                            Contains("continue with: normnet train --resume " + run.string()));
+        // The partial epoch is in the checkpoint, its metrics row is not in metrics.csv.
+        const auto model = normnet::load_safetensors((run / "model.safetensors").string());
+        CHECK(model.metadata.at("normnet.epoch") == "1");
+        CHECK(model.metadata.at("normnet.batch") == "3");
+        require_consistent_folder(run, "after the signal");
+        CHECK(lines_of(read_file(run / "metrics.csv")).size() == 2);
+        CHECK(temporaries_in(run).empty());
+        const RunResult resumed = run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work());
+        INFO(resumed.err);
+        REQUIRE(resumed.status == 0);
+        require_same_run(run, reference);
     }
-    // A second signal ends it at once; the checkpoint before it is intact and the run resumes.
+    // A second signal ends the process at once, before it saves anything more: the checkpoint of
+    // epoch 1 is intact, and the run resumes from it.
     const fs::path run = setup.dir.path / "twice";
     {
-        Process p(setup.launch(run.string()), setup.dir.work(), setup.dir.path / "stderr.txt");
-        REQUIRE(p.wait_for("epoch 1/3", 20000));
+        Process p(setup.launch(run.string()), setup.dir.work(), setup.dir.path / "stderr.txt", {at_step + ":2"});
+        REQUIRE(p.wait_for("waiting for a signal at step 10", 20000));
         p.signal(SIGINT);
+        REQUIRE(p.wait_for("waiting for signal 2", 20000));  // signals do not queue: one at a time
         p.signal(SIGINT);
-        const int status = p.wait();
-        CHECK((status == 128 + SIGINT || status == 130));
+        CHECK(p.wait() == 128 + SIGINT);
+        CHECK(p.killed_by() == SIGINT);  // died of the second signal, not exited after a save
     }
+    CHECK(read_file(setup.dir.path / "stderr.txt").empty());
+    const auto model = normnet::load_safetensors((run / "model.safetensors").string());
+    CHECK(model.metadata.at("normnet.epoch") == "1");
+    CHECK(model.metadata.count("normnet.batch") == 0);
     require_consistent_folder(run, "after two signals");
     REQUIRE(run_normnet(with(setup.launch(run.string()), {"--quiet"}), setup.dir.work()).status == 0);
     require_same_run(run, reference);
@@ -310,16 +340,18 @@ TEST_CASE("crash: SIGINT or SIGTERM saves the partial epoch, says how to continu
 
 TEST_CASE("crash: compare stopped by SIGINT writes the finished runs, marked incomplete", "[crash][signal][compare]") {
     TempDir dir;
-    write_synthetic_mnist(dir.path / "data", 2000, 100);
+    write_synthetic_mnist(dir.path / "data", 400, 100);
     const fs::path out = dir.path / "cmp";
+    // Runs in grid order: batch 4 (layer, none: 100 batches an epoch, polled after 99 of them, 2
+    // epochs), then batch 8 (layer, none). Poll 2 x 198 + 10 is inside run 3, where the program
+    // waits for the signal (its test hook).
     Process p({"compare", "--data", (dir.path / "data").string(), "--norms", "layer,none", "--batch-sizes", "4,8",
                "--epochs", "2", "--hidden", "16", "--threads", "1", "--discrepancy-images", "100", "--out", out.string()},
-              dir.work(), dir.path / "stderr.txt");
-    // Two runs finished (a line each), the third under way.
-    REQUIRE(p.wait_for("seed 0", 60000));
-    REQUIRE(p.wait_for("\nno norm", 60000));
+              dir.work(), dir.path / "stderr.txt", {"NORMNET_TEST_SIGNAL_AT_STEP=406"});
+    REQUIRE(p.wait_for("waiting for a signal at step 406", 60000));
     p.signal(SIGINT);
     CHECK(p.wait() == 128 + SIGINT);
+    CHECK(p.killed_by() == 0);
     const std::string err = read_file(dir.path / "stderr.txt");
     CHECK(lines_of(err).size() == 1);
     CHECK_THAT(err, Contains("compare stopped by SIGINT after 2 of 4 runs") && Contains(out.string()));

@@ -187,7 +187,7 @@ TEST_CASE("golden: BatchNorm2d over training steps with running statistics, then
           "weight:[4];bias:[4];running_mean:[4];running_var:[4];num_batches_tracked:[]");
 }
 
-TEST_CASE("BatchNorm2d: one value per channel is refused in training, counted first; ranks checked", "[nn][norm]") {
+TEST_CASE("BatchNorm2d: one value per channel is refused in training, counted first, ranks checked", "[nn][norm]") {
     const auto g = test::golden("conv_norm.safetensors");
     BatchNorm2d bn(3);
     // A batch of one image with more than one pixel trains (N x H x W = 4).

@@ -4,6 +4,7 @@
 // stepping per batch or per epoch, checked options, and LRScheduler with several groups.
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -184,6 +185,46 @@ TEST_CASE("schedules: state_dict of optimizer and scheduler resumes every sequen
         second.load_scheduler_state(first.scheduler_state());
         check_steps(g, c, second, half, steps);
     }
+}
+
+TEST_CASE("schedules: a loaded counter that a step would overflow is refused, and nothing changes", "[optim][schedule]") {
+    // A state comes from a file: last_epoch near INT64_MAX passed the old >= -1 check, and the
+    // next step() incremented it past INT64_MAX (undefined behaviour; UBSan reports it).
+    const auto with_value = [](NamedTensors state, const std::string& key, int64_t v) {
+        for (auto& [name, t] : state) {
+            if (name == key) {
+                t = t.clone();  // the entries share their storage with the scheduler's
+                *t.data_ptr<int64_t>() = v;
+            }
+        }
+        return state;
+    };
+    const int64_t huge = std::numeric_limits<int64_t>::max();
+    Tensor p = zeros({1}).requires_grad_();
+    SGD opt({p}, {.lr = 0.1});
+    StepLR step(opt, {.step_size = 2});
+    const NamedTensors before = step.state_dict();
+    for (const char* key : {"last_epoch", "step_count"}) {
+        INFO(key);
+        CHECK_THROWS_WITH(step.load_state_dict(with_value(before, key, huge)),
+                          Catch::Contains("StepLR") && Catch::Contains(key) && Catch::Contains("2^53"));
+        CHECK(step.last_epoch() == 0);
+    }
+    LinearLR warmup(opt, {.total_iters = 2});
+    StepLR decay(opt, {.step_size = 2});
+    SequentialLR sequence(opt, {warmup, decay}, {2});
+    CHECK_THROWS_WITH(sequence.load_state_dict(with_value(sequence.state_dict(), "last_epoch", huge)),
+                      Catch::Contains("SequentialLR") && Catch::Contains("last_epoch"));
+    CHECK_THROWS_WITH(sequence.load_state_dict(with_value(sequence.state_dict(), "schedulers.1.last_epoch", huge)),
+                      Catch::Contains("StepLR") && Catch::Contains("last_epoch"));
+    ReduceLROnPlateau plateau(opt);
+    for (const char* key : {"last_epoch", "num_bad_epochs", "cooldown_counter"}) {
+        INFO(key);
+        CHECK_THROWS_WITH(plateau.load_state_dict(with_value(plateau.state_dict(), key, huge)), Catch::Contains(key));
+    }
+    // The largest accepted value still steps.
+    step.load_state_dict(with_value(before, "last_epoch", int64_t{1} << 53));
+    CHECK_NOTHROW(step.step());
 }
 
 TEST_CASE("schedules: last_epoch, base_lrs and initial_lr follow torch", "[optim][schedule]") {

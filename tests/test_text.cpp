@@ -51,7 +51,7 @@ TEST_CASE("text: fortune files split by record, folders skip links and index fil
     CHECK_THROWS_WITH(c.decode({c.vocab_size()}), Contains("outside the vocabulary"));
 }
 
-TEST_CASE("text: a plain text holds out its end; bad inputs are one clear error", "[text]") {
+TEST_CASE("text: a plain text holds out its end, bad inputs are one clear error", "[text]") {
     test::ScratchDir dir("normnet_text_");
     const std::string plain = write(dir, "plain.txt", std::string(100, 'x') + std::string(100, 'y'));
     const TextCorpus c = load_text_corpus(plain, {.val_fraction = 0.1});

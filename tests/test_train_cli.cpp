@@ -574,6 +574,27 @@ TEST_CASE("cli: metadata promising huge layers is refused before the model is bu
     CHECK(lines_of(r.err).size() == 1);
 }
 
+TEST_CASE("cli: a model within the limits but beyond the machine's memory is one error naming it", "[cli][hostile]") {
+#ifdef NORMNET_SANITIZED
+    NORMNET_SKIP("an address-space limit means nothing under ASan's shadow memory");
+#else
+    TempDir dir;
+    write_synthetic_mnist(dir.path / "data", 64, 20);
+    // 924 million parameters (under the 2^30 normnet builds), 3.7 GB as float32, in 2 GB of
+    // address space: std::bad_alloc while building, which must not reach the user as such.
+    const std::string run = dir / "run";
+    const RunResult r = run_normnet({"train", "--data", (dir.path / "data").string(), "--hidden", "30000,30000", "--epochs",
+                                     "1", "--threads", "1", "--out", run},
+                                    dir.work(), "ulimit -v 2000000");
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, StartsWith("normnet: error: not enough memory for the model 784-30000-30000-10 layer") &&
+                          Contains("923880010 parameters"));
+    CHECK(lines_of(r.err).size() == 1);
+    CHECK_FALSE(fs::exists(run));
+#endif
+}
+
 TEST_CASE("cli: --out refuses a folder holding a run unless --resume or --overwrite", "[cli]") {
     TempDir dir;
     const fs::path data = dir.path / "data";

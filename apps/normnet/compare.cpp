@@ -438,7 +438,7 @@ void run_compare(CompareArgs& a) {
                 r.seed = c.seed;
                 r.lr = c.lr;
                 while (trainer.epochs_done() < c.epochs && !stop()) {
-                    const auto m = trainer.run_epoch({}, stop);
+                    const auto m = trainer.run_epoch({}, StopOnSignal::stop_after_step);
                     if (!m) break;
                     r.curve.push_back(*m);
                     bar.update(++epochs_done, norm_label(r.norm) + " batch " + std::to_string(r.batch));

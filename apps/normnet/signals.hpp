@@ -19,6 +19,13 @@ public:
 
     /// The signal that asked to stop (SIGINT or SIGTERM), or 0.
     static int requested();
+    /// Polled after each training step: true once a signal asked to stop. A test hook makes a
+    /// signal land at a known step instead of after a guessed delay: with
+    /// NORMNET_TEST_SIGNAL_AT_STEP=N in the environment, the N-th poll of the process first prints
+    /// "normnet: test: waiting for a signal at step N" on stdout and waits until a signal arrives
+    /// (N:2 then prints "... waiting for signal 2" and waits for a second one, which ends the
+    /// process there as a second signal does).
+    static bool stop_after_step();
     /// "SIGINT" or "SIGTERM".
     static const char* name(int signal);
 };

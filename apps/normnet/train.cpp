@@ -200,7 +200,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
                     std::snprintf(detail, sizeof detail, "loss %.4f", running_loss);
                     bar.update(batch, detail);
                 },
-                [] { return StopOnSignal::requested() != 0; });
+                StopOnSignal::stop_after_step);
             bar.finish();
             if (!last) {  // a signal inside the epoch: save where it stopped
                 trainer.save_checkpoint(dir);

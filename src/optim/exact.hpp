@@ -59,4 +59,13 @@ inline int64_t int64_value(const Tensor& t, const std::string& who, const std::s
     return *t.data_ptr<int64_t>();
 }
 
+/// The value of a loaded step or epoch counter, which must lie in [min, 2^53]: a schedule's
+/// counters are incremented by every step (beyond 2^53 as doubles they stop counting anyway),
+/// so one loaded near INT64_MAX would overflow.
+inline int64_t counter_value(const Tensor& t, int64_t min, const std::string& who, const std::string& key) {
+    const int64_t v = int64_value(t, who, key);
+    NORMNET_CHECK(v >= min && v <= (int64_t{1} << 53), who, ": \"", key, "\" must be in [", min, ", 2^53], got ", v);
+    return v;
+}
+
 }  // namespace normnet::detail

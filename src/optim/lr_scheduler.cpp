@@ -85,10 +85,8 @@ void LRSchedulerBase::load_state_dict(const NamedTensors& state) {
         NORMNET_CHECK(key == "last_epoch" || key == "step_count" || key == "base_lrs" || key == "last_lr", who,
                       ": unexpected key \"", key, "\"");
     }
-    const int64_t last_epoch = detail::int64_value(entry(state, "last_epoch", name()), who, "last_epoch");
-    const int64_t step_count = detail::int64_value(entry(state, "step_count", name()), who, "step_count");
-    NORMNET_CHECK(last_epoch >= -1 && step_count >= 0, who, ": last_epoch ", last_epoch, " and step_count ",
-                  step_count, " must be >= -1 and >= 0");
+    const int64_t last_epoch = detail::counter_value(entry(state, "last_epoch", name()), -1, who, "last_epoch");
+    const int64_t step_count = detail::counter_value(entry(state, "step_count", name()), 0, who, "step_count");
     const std::vector<double> base_lrs = detail::exact_values(entry(state, "base_lrs", name()), base_lrs_.size(), who, "base_lrs");
     const std::vector<double> last_lr = detail::exact_values(entry(state, "last_lr", name()), last_lr_.size(), who, "last_lr");
     last_epoch_ = last_epoch;
@@ -116,7 +114,7 @@ void LRSchedulerBase::load_composite_state_dict(const NamedTensors& state,
         NORMNET_CHECK(i < parts.size() && key.rfind(prefix, 0) == 0, who, ": unexpected key \"", key, "\"");
         parts[i].emplace_back(key.substr(prefix.size()), t);
     }
-    const int64_t last_epoch = detail::int64_value(entry(state, "last_epoch", name()), who, "last_epoch");
+    const int64_t last_epoch = detail::counter_value(entry(state, "last_epoch", name()), -1, who, "last_epoch");
     const std::vector<double> last_lr = detail::exact_values(entry(state, "last_lr", name()), last_lr_.size(), who, "last_lr");
     // Each scheduler checks its part before changing; put back the ones loaded before one that fails.
     std::vector<NamedTensors> before(schedulers.size());

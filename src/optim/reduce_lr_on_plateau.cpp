@@ -98,11 +98,9 @@ void ReduceLROnPlateau::load_state_dict(const NamedTensors& state) {
                           key == "last_lr",
                       who, ": unexpected key \"", key, "\"");
     }
-    const int64_t last_epoch = detail::int64_value(get("last_epoch"), who, "last_epoch");
-    const int64_t bad = detail::int64_value(get("num_bad_epochs"), who, "num_bad_epochs");
-    const int64_t cooldown = detail::int64_value(get("cooldown_counter"), who, "cooldown_counter");
-    NORMNET_CHECK(last_epoch >= 0 && bad >= 0 && cooldown >= 0, who, ": last_epoch ", last_epoch, ", num_bad_epochs ",
-                  bad, " and cooldown_counter ", cooldown, " must be >= 0");
+    const int64_t last_epoch = detail::counter_value(get("last_epoch"), 0, who, "last_epoch");
+    const int64_t bad = detail::counter_value(get("num_bad_epochs"), 0, who, "num_bad_epochs");
+    const int64_t cooldown = detail::counter_value(get("cooldown_counter"), 0, who, "cooldown_counter");
     const double best = detail::exact_value(get("best"), who, "best");
     const std::vector<double> last_lr = detail::exact_values(get("last_lr"), last_lr_.size(), who, "last_lr");
     last_epoch_ = last_epoch;

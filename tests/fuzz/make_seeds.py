@@ -4,12 +4,19 @@
   idx/          the first images and labels of MNIST (data/mnist) and Fashion-MNIST (Debian's
                 dataset-fashion-mnist), each raw and gzipped, with their headers' counts rewritten
   safetensors/  a checkpoint pair written by `normnet train` on those images (LayerNorm and
-                BatchNorm models), a file with F16, BF16, F64, I64 and empty tensors
+                BatchNorm models), a file with F16, BF16, F64, I64 and empty tensors, and (with
+                --fuzz-safetensors) the model, optimizer and scheduler states fuzz_safetensors loads
   resume/       the metadata of those checkpoints in fuzz_resume.cpp's layout (values joined by
                 NUL bytes, in its kKeys order)
+  config/       their normnet.config and normnet.architecture JSON
+  metrics/      the metrics.csv of those runs, and one with a row damaged by hand
   text/         the first records of a few of Debian's fortune files (/usr/share/games/fortunes)
+  lists/        values of --hidden, --batch-sizes and --norms as users write them
 
-Usage: tests/fuzz/make_seeds.py --normnet build/apps/normnet/normnet --out DIR
+The seeds are committed in tests/fuzz/seeds/ (what .ci/run fuzzes from); run this after a change
+of the checkpoint format to remake them:
+  tests/fuzz/make_seeds.py --normnet build/apps/normnet/normnet \
+      --fuzz-safetensors build-fuzz/tests/fuzz/fuzz_safetensors --out tests/fuzz/seeds
 Runs with Python's standard library alone; a dataset that is missing is left out.
 """
 import argparse
@@ -24,7 +31,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATASETS = [os.path.join(REPO, "data", "mnist"), "/usr/share/datasets/fashion-mnist"]
 FORTUNES = "/usr/share/games/fortunes"
-IMAGES = 12  # per seed file: small, so that the fuzzer's mutations reach the header often
+IMAGES = 3  # per seed file: small, so that the fuzzer's mutations reach the header often
 
 
 def read_idx(folder, base):
@@ -84,7 +91,8 @@ def write(folder, name, data):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--normnet", required=True, help="the normnet program, to write real checkpoints")
-    p.add_argument("--out", required=True, help="folder for idx/, safetensors/ and resume/")
+    p.add_argument("--fuzz-safetensors", help="the fuzz_safetensors program, to write the states it loads")
+    p.add_argument("--out", required=True, help="folder for idx/, safetensors/, resume/, config/, metrics/, text/, lists/")
     a = p.parse_args()
     made = 0
     with tempfile.TemporaryDirectory() as work:
@@ -108,16 +116,24 @@ def main():
 
         for norm in ("layer", "batch"):
             run = os.path.join(work, "run-" + norm)
-            subprocess.run([a.normnet, "train", "--data", data_dir, "--hidden", "8", "--norm", norm, "--epochs", "2",
-                            "--batch-size", "16", "--threads", "1", "--quiet", "--out", run], check=True,
-                           stdout=subprocess.DEVNULL)
+            # Relative paths from the work folder, so that the seeds' metadata is the same on every machine.
+            subprocess.run([os.path.abspath(a.normnet), "train", "--data", os.path.relpath(data_dir, work), "--hidden", "2",
+                            "--norm", norm, "--epochs", "2", "--batch-size", "16", "--threads", "1", "--quiet", "--out",
+                            os.path.relpath(run, work)], check=True, stdout=subprocess.DEVNULL, cwd=work)
             for name in ("model.safetensors", "training_state.safetensors"):
                 with open(os.path.join(run, name), "rb") as f:
                     write(os.path.join(a.out, "safetensors"), f"{norm}-{name}", f.read())
+            model = metadata_of(os.path.join(run, "model.safetensors"))
             write(os.path.join(a.out, "resume"), norm,
-                  resume_seed(metadata_of(os.path.join(run, "model.safetensors")),
-                              metadata_of(os.path.join(run, "training_state.safetensors"))))
-            made += 3
+                  resume_seed(model, metadata_of(os.path.join(run, "training_state.safetensors"))))
+            write(os.path.join(a.out, "config"), norm + "-config", model["normnet.config"].encode())
+            write(os.path.join(a.out, "config"), norm + "-architecture", model["normnet.architecture"].encode())
+            with open(os.path.join(run, "metrics.csv"), "rb") as f:
+                metrics = f.read()
+            write(os.path.join(a.out, "metrics"), norm, metrics)
+            made += 5
+        write(os.path.join(a.out, "metrics"), "damaged", metrics.replace(b"\n2,", b"\n2,x", 1) + b"3,0.5,,\n")
+        made += 1
 
     # Fortune files cut after a few records (one of them with non-ASCII text, where there is one).
     if os.path.isdir(FORTUNES):
@@ -130,6 +146,17 @@ def main():
             made += 1
     write(os.path.join(a.out, "text"), "utf8", "naïve café, 漢字, emoji 🙂\n%\nline two\n".encode())
     made += 1
+
+    for i, value in enumerate(["300,100", " 300, 100 ", "32,128,512", "layer,batch", "layer, batch ,rms,none"]):
+        write(os.path.join(a.out, "lists"), f"list{i}", value.encode())
+        made += 1
+
+    if a.fuzz_safetensors:
+        out = os.path.join(a.out, "safetensors")
+        os.makedirs(out, exist_ok=True)
+        subprocess.run([a.fuzz_safetensors], check=True,
+                       env=dict(os.environ, NORMNET_FUZZ_WRITE_SEED=os.path.join(out, "states.safetensors")))
+        made += 1
 
     # Every dtype the reader converts, an empty tensor, and a 0-dim one, under the fuzz model's names.
     write(os.path.join(a.out, "safetensors"), "dtypes.safetensors", safetensors([
