@@ -35,7 +35,8 @@ std::string RunConfig::to_json() const {
                              {"seed", seed},
                              {"threads", threads},
                              {"limit", limit},
-                             {"on_nan", on_nan}};
+                             {"on_nan", on_nan},
+                             {"bn_sync", bn_sync}};
     return j.dump();
 }
 
@@ -90,6 +91,7 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
         read_field(j, "threads", c.threads);
         read_field(j, "limit", c.limit);
         read_field(j, "on_nan", c.on_nan);
+        read_field(j, "bn_sync", c.bn_sync);
     } catch (const std::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
@@ -119,6 +121,7 @@ void RunConfig::validate() const {
     NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
     NORMNET_CHECK(limit >= 0, "--limit: must be >= 0 (0: all images), got ", limit);
     NORMNET_CHECK(on_nan == "stop" || on_nan == "skip", "--on-nan: unknown '", on_nan, "' (expected stop or skip)");
+    NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
     model.validate("--hidden");
     NORMNET_CHECK(model.norm != "batch" || batch_size >= 2, "--batch-size ", batch_size,
           ": BatchNorm needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");

@@ -32,6 +32,7 @@ struct RunConfig {
     int threads = 0;    // 0: the number of cores
     int64_t limit = 0;  // use only the first `limit` training and test images (0: all)
     std::string on_nan = "stop";  // a non-finite loss: stop (keeping the last checkpoint) | skip the step
+    std::string bn_sync = "local";  // BatchNorm under mpirun: per-rank statistics (local) | every rank's (sync)
 
     std::string to_json() const;
     /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in

@@ -29,6 +29,7 @@ struct TrainArgs {
     std::string init_from;
     bool overwrite = false;
     bool quiet = false;
+    int64_t check_replicas = 0;
 };
 
 std::string default_run_dir() {
@@ -68,6 +69,7 @@ RunConfig merge_resumed(const RunConfig& saved, const RunConfig& given, const CL
     take("--threads", &RunConfig::threads);
     take("--limit", &RunConfig::limit);
     take("--on-nan", &RunConfig::on_nan);
+    take("--bn-sync", &RunConfig::bn_sync);
     if (cmd.count("--hidden") > 0) c.model.hidden = given.model.hidden;
     if (cmd.count("--norm") > 0) c.model.norm = given.model.norm;
     return c;
@@ -140,12 +142,19 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
         }
         check_file_fits(config.model, init, "--init-from");
     }
+    Replicas replicas = Replicas::current();
+    replicas.check_every = args.check_replicas;
+    // Under mpirun the cores are shared by the ranks on this machine.
+    if (config.threads == 0 && replicas.parallel()) config.threads = std::max(1, config.resolved_threads() / replicas.local_size);
     config.threads = config.resolved_threads();
     set_num_threads(config.threads);
 
     const auto train = load_split(config, "train");
     const auto test = load_split(config, "test");
-    Trainer trainer(config, train, test);
+    Trainer trainer(config, train, test, replicas);
+    // Only rank 0 prints and writes; the other ranks train and join its collectives.
+    const bool leader = replicas.leader();
+    if (!leader) args.quiet = true;
     const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
         const ResumePoint resumed = trainer.resume(checkpoint);
@@ -164,14 +173,16 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
     const StopOnSignal signals;
-    prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
-                          "--resume " + dir + " to continue it");
-    if (continuing) settle_checkpoint_folder(checkpoint);
-    if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
-    write_config_json(dir, config, checkpoint.model.path, init.path);
     const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
-    // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
-    write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+    if (leader) {
+        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
+                              "--resume " + dir + " to continue it");
+        if (continuing) settle_checkpoint_folder(checkpoint);
+        if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
+        write_config_json(dir, config, checkpoint.model.path, init.path);
+        // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
+        write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+    }
 
     const bool tty = stdout_is_terminal() && !args.quiet;
     if (!args.quiet) {
@@ -180,6 +191,11 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
                     static_cast<long long>(test->size()), config.optimizer.c_str(), config.lr,
                     static_cast<long long>(config.batch_size), plural(config.epochs, "epoch").c_str(),
                     plural(config.threads, "thread").c_str());
+        if (replicas.parallel()) {
+            std::printf("data parallel: %d processes, %lld images per rank and batch, BatchNorm statistics %s\n",
+                        replicas.world, static_cast<long long>(config.batch_size / replicas.world),
+                        config.bn_sync == "sync" ? "synchronised (sync)" : "per rank (local)");
+        }
         std::printf("run folder: %s\n", dir.c_str());
         if (!args.resume.empty()) std::printf("resuming from %s at %s\n", checkpoint.model.path.c_str(), position(trainer).c_str());
         std::fflush(stdout);
@@ -217,18 +233,19 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
             // only until the next start rewrites metrics.csv from the checkpoint.
             trainer.save_checkpoint(dir);
             saved = position(trainer);
-            write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+            if (leader) write_file_atomic(metrics_path, metrics_csv(trainer.history()));
             if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
     } catch (const NonFinite& e) {
-        if (saved.empty()) discard_run_folder(dir, existed);
+        if (saved.empty() && leader) discard_run_folder(dir, existed);
         fail(e.what(), "; stopped without saving, ",
              saved.empty() ? "no checkpoint was written" : "the checkpoint of " + saved + " in " + dir + " is kept",
              " (try a lower --lr, --clip, or --on-nan skip)");
     } catch (...) {
-        if (saved.empty()) discard_run_folder(dir, existed);
+        if (saved.empty() && leader) discard_run_folder(dir, existed);
         throw;
     }
+    if (!leader) return;
     std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(trainer.history().back().test_acc).c_str(),
                 percent(best_accuracy(trainer.history())).c_str(), (fs::path(dir) / kModelFile).c_str());
 }
@@ -244,7 +261,7 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--norm", c.model.norm, "Normalisation after each hidden ReLU: layer, batch, rms or none")
         ->check(CLI::IsMember(kNorms))->capture_default_str();
     cmd->add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str();
-    cmd->add_option("--batch-size", c.batch_size, "Images per batch")->capture_default_str();
+    cmd->add_option("--batch-size", c.batch_size, "Images per batch (under mpirun: the global batch, divided among the ranks)")->capture_default_str();
     cmd->add_option("--lr", c.lr, "Peak learning rate")->capture_default_str();
     add_optimizer_options(*cmd, c);
     cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
@@ -257,6 +274,12 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");
     cmd->add_option("--init-from", args->init_from, "Start a new run from the weights of a model.safetensors (normnet's or PyTorch's)");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");
+    cmd->add_option("--bn-sync", c.bn_sync,
+                    "BatchNorm under mpirun: local (each rank's own statistics, as DDP) or sync (over every rank's samples)")
+        ->check(CLI::IsMember({"local", "sync"}))->capture_default_str();
+    cmd->add_option("--check-replicas", args->check_replicas,
+                    "Under mpirun: compare the parameters of every rank every K steps and stop at the first difference (debug)")
+        ->check(kNonNegative);
     cmd->callback([args, cmd] { run_train(*args, *cmd); });
 }
 
