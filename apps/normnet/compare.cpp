@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "compare_world.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
 #include "svg_chart.hpp"
@@ -32,10 +33,12 @@ struct CompareArgs {
     std::string out;
     bool overwrite = false;
     std::string command_line;
+    std::string worlds = "1";           // data-parallel axis (compare_world.hpp)
+    std::string bn_sync_modes = "local,sync";
 };
 
 // The files compare writes, in its output folder.
-const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "report.md", "accuracy_vs_batch.svg",
+const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "report.md", "world.csv", "accuracy_vs_batch.svg",
                                              "test_acc_curves.svg"};
 
 // Everything measured for one (norm, batch size, seed) run.
@@ -377,19 +380,33 @@ RunConfig run_config(const CompareArgs& a, const std::string& norm, int64_t batc
 
 void write_outputs(const std::string& dir, const CompareArgs& a, const std::vector<RunResult>& runs,
                    const std::vector<std::string>& norms, const std::vector<int64_t>& batches, double total,
-                   const std::string& incomplete) {
+                   const std::string& incomplete, const std::vector<WorldRun>& world_runs = {}) {
     const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
     write_file_atomic(path("results.csv"), results_csv(runs));
     write_file_atomic(path("curves.csv"), curves_csv(runs));
     write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
     write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.base.dataset));
-    write_file_atomic(path("report.md"), report_md(a, runs, norms, batches, total, incomplete));
+    std::string world_section;
+    if (!world_runs.empty()) {
+        write_file_atomic(path("world.csv"), world_csv(world_runs));
+        world_section = world_report_md(world_runs, [&](const std::string& norm, int64_t batch, uint64_t seed) {
+            for (const RunResult& r : runs) {
+                if (r.norm == norm && r.batch == batch && r.seed == seed) return std::optional<double>(r.last().test_acc);
+            }
+            return std::optional<double>();
+        });
+    }
+    write_file_atomic(path("report.md"), report_md(a, runs, norms, batches, total, incomplete) + world_section);
 }
 
 void run_compare(CompareArgs& a) {
     std::vector<std::string> norms;
     std::vector<int64_t> batches;
+    std::vector<int> worlds;
+    std::vector<std::string> modes;
     as_usage_error([&] {
+        worlds = parse_world_list(a.worlds);
+        modes = parse_bn_sync_list(a.bn_sync_modes);
         norms = parse_norm_list(a.norms);
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
@@ -426,6 +443,7 @@ void run_compare(CompareArgs& a) {
     const auto start = std::chrono::steady_clock::now();
     const auto stop = [] { return StopOnSignal::requested() != 0; };
     std::vector<RunResult> runs;
+    std::vector<WorldRun> world_runs;
     int64_t epochs_done = 0;
     for (int s = 0; s < a.seeds && !stop(); ++s) {
         for (size_t b = 0; b < batches.size() && !stop(); ++b) {
@@ -446,6 +464,15 @@ void run_compare(CompareArgs& a) {
                 if (stop()) break;  // an unfinished run is left out of the results
                 measure_discrepancy(trainer, r, train_subset, test);
                 runs.push_back(r);
+                for (WorldRun& w : run_world_cell(c, worlds, modes, dir, stop)) {
+                    if (!tty) {
+                        std::printf("  %s batch %lld over %d processes (%s): %s\n", norm_label(r.norm).c_str(),
+                                    static_cast<long long>(r.batch), w.world, w.config.bn_sync.c_str(),
+                                    w.failure.empty() ? ("test acc " + fmt("%.2f", 100 * w.curve.back().test_acc) + "%").c_str()
+                                                      : ("failed: " + w.failure).c_str());
+                    }
+                    world_runs.push_back(std::move(w));
+                }
                 if (!tty) {
                     std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
@@ -468,7 +495,7 @@ void run_compare(CompareArgs& a) {
                                                  finished, "; their results are in ", dir,
                                                  "/ (report.md marked incomplete); run it again with --overwrite to redo the grid"));
     }
-    write_outputs(dir, a, runs, norms, batches, total, "");
+    write_outputs(dir, a, runs, norms, batches, total, "", world_runs);
     std::printf("\nFinal test accuracy (%%):\n\n%s\n", accuracy_table(runs, norms, batches, a.seeds).c_str());
     std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg in %s\n", dir.c_str(),
                 format_duration(total).c_str());
@@ -498,6 +525,11 @@ void add_compare_command(CLI::App& app) {
     cmd->add_option("--seed", c.seed, "First seed")->check(kNonNegative)->capture_default_str();
     add_data_options(*cmd, c);
     cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images used for the train/eval discrepancy")->capture_default_str();
+    cmd->add_option("--world", a->worlds,
+                    "Also train every run with these numbers of processes (mpirun -np W children of this program), "
+                    "e.g. 1,2,4; the batch size is the global batch")->capture_default_str();
+    cmd->add_option("--bn-sync", a->bn_sync_modes, "BatchNorm modes of the --world runs: local and/or sync")
+        ->capture_default_str();
     cmd->add_option("--out", a->out, "Output folder (default: compare)");
     cmd->add_flag("--overwrite", a->overwrite, "Replace the results already in --out");
     cmd->callback([a, cmd] {

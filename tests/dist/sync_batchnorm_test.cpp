@@ -44,9 +44,16 @@ double global_sum(double v) {
 }
 
 // sync_batch_norm on the slices against batch_norm on the whole batch x: [n, C, *].
-void check_against_single(const Shape& shape, const std::string& label) {
+// sparse: as after a ReLU, channel 0 is all zeros and channel 1 zero but for one value.
+void check_against_single(const Shape& shape, const std::string& label, bool sparse = false) {
     Generator gen(7);
-    const Tensor x = randn(shape, gen) * 3.0f + 1.5f, G = randn(shape, gen);
+    Tensor x = randn(shape, gen) * 3.0f + 1.5f;
+    const Tensor G = randn(shape, gen);
+    if (sparse) {
+        x = relu(x - 1.5f).contiguous();
+        float* d = x.data();
+        for (int64_t n = 0; n < shape[0]; ++n) d[n * shape[1]] = 0.0f, d[n * shape[1] + 1] = n == 1 ? 0.7f : 0.0f;
+    }
     const int64_t C = shape[1];
     const Tensor w = randn({C}, gen), b = randn({C}, gen);
     const auto [begin, rows] = my_rows(shape[0]);
@@ -132,7 +139,8 @@ void run() {
     require(g_world >= 2, "run under mpirun with at least 2 processes");
 
     check_against_single({4 * g_world + 3, 5}, "[N, C]");
-    check_against_single({2 * g_world + 1, 3, 2, 3}, "[N, C, H, W]");  // with 4 ranks, rank 3 has no rows
+    check_against_single({2 * g_world + 1, 3, 2, 3}, "[N, C, H, W]");
+    check_against_single({64 * g_world, 300}, "[N, 300] after a ReLU", true);  // with 4 ranks, rank 3 has no rows
     gradcheck_across_ranks({g_world + 3, 2}, "[N, C]");
     gradcheck_across_ranks({g_world + 1, 2, 2, 2}, "[N, C, H, W]");
 
