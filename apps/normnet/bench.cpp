@@ -122,32 +122,41 @@ void run_bench(BenchArgs& a) {
         NORMNET_CHECK(a.warmup >= 0, "--warmup-epochs: must be >= 0, got ", a.warmup);
         a.base.validate();
     });
-    a.base.threads = a.base.resolved_threads();
+    // Under mpirun every rank trains its slice of each batch; rank 0 reports.
+    const Replicas& replicas = Replicas::current();
+    a.base.threads = threads_per_rank(a.base.threads, replicas);
     set_num_threads(a.base.threads);
     const auto train = load_split(a.base, "train");  // bench only trains: no test split to read
-    if (!a.json) {
+    const bool report = replicas.leader();
+    if (!a.json && report) {
         // The normalisation varies by row: the header names the architecture and the norms.
         const std::string spec = a.base.model.str();
         std::printf("normnet bench: %s MLP, norms %s, Adam lr %g, %lld training images, %s, %d warm-up + %s per row\n",
                     spec.substr(0, spec.rfind(' ')).c_str(), a.norms.c_str(), a.base.lr,
                     static_cast<long long>(train->size()), plural(a.base.threads, "thread").c_str(), a.warmup,
                     plural(a.repeats, "timed epoch").c_str());
-        std::printf("%-6s %6s %12s %12s %12s %8s %10s\n", "norm", "batch", "s/epoch", "samples/s", "GEMM floor", "ratio",
-                    "peak RSS");
+        if (replicas.parallel()) {
+            std::printf("data parallel: %d processes x %s; samples/s of the whole job; GEMM floor of one rank's "
+                        "slice; allreduce: ms per step in the gradient all-reduce\n",
+                        replicas.world, plural(a.base.threads, "thread").c_str());
+        }
+        std::printf("%-6s %6s %12s %12s %12s %8s %10s%s\n", "norm", "batch", "s/epoch", "samples/s", "GEMM floor", "ratio",
+                    "peak RSS", replicas.parallel() ? "  allreduce" : "");
         std::fflush(stdout);
     }
     for (int64_t batch : batches) {
-        GemmFloor floor(a.base.model, batch);  // the products do not depend on the normalisation
+        GemmFloor floor(a.base.model, batch / replicas.world);  // the products do not depend on the normalisation
         for (const auto& norm : norms) {
             RunConfig c = a.base;
             c.model.norm = norm;
             c.batch_size = batch;
             c.epochs = a.warmup + a.repeats;
-            Trainer trainer(c, train, train);
+            Trainer trainer(c, train, train, replicas);
             BenchResult r;
             r.norm = norm;
             r.batch = batch;
             for (int i = 0; i < a.warmup; ++i) trainer.train_epoch();
+            const double allreduce_before = trainer.seconds_in_allreduce();
             std::vector<double> floors, ratios;
             for (int i = 0; i < a.repeats; ++i) {
                 // Alternate training and floor epochs so both see the same machine state; the
@@ -156,7 +165,7 @@ void run_bench(BenchArgs& a) {
                 const auto start = std::chrono::steady_clock::now();
                 r.final_loss = trainer.train_epoch().mean_loss();
                 r.epochs.push_back(seconds_since(start));
-                floors.push_back(floor.epoch_seconds(train->size(), c.threads));
+                floors.push_back(floor.epoch_seconds(train->size() / replicas.world, c.threads));
                 ratios.push_back(r.epochs.back() / floors.back());
             }
             r.median_seconds = median(r.epochs);
@@ -164,11 +173,16 @@ void run_bench(BenchArgs& a) {
             r.ratio = median(ratios);
             r.samples_per_second = static_cast<double>(train->size()) / r.median_seconds;
             r.peak_rss = peak_rss_mb();
+            const double allreduce_ms = 1e3 * (trainer.seconds_in_allreduce() - allreduce_before) /
+                                        static_cast<double>(a.repeats * trainer.batches_per_epoch());
+            if (!report) continue;
             if (a.json) {
                 nlohmann::ordered_json j{{"impl", "normnet"},
                                          {"norm", norm},
                                          {"batch", batch},
                                          {"threads", c.threads},
+                                         {"world", replicas.world},
+                                         {"allreduce_ms_per_step", allreduce_ms},
                                          {"epochs_seconds", r.epochs},
                                          {"median_seconds", r.median_seconds},
                                          {"samples_per_second", r.samples_per_second},
@@ -179,9 +193,10 @@ void run_bench(BenchArgs& a) {
                                          {"train_loss", r.final_loss}};
                 std::printf("%s\n", j.dump().c_str());
             } else {
-                std::printf("%-6s %6lld %10.3f s %12.0f %10.3f s %7.2fx %7.0f MB\n", norm.c_str(),
+                std::printf("%-6s %6lld %10.3f s %12.0f %10.3f s %7.2fx %7.0f MB%s\n", norm.c_str(),
                             static_cast<long long>(batch), r.median_seconds, r.samples_per_second, r.floor_seconds,
-                            r.ratio, r.peak_rss);
+                            r.ratio, r.peak_rss,
+                            replicas.parallel() ? ("  " + std::to_string(allreduce_ms).substr(0, 6) + " ms").c_str() : "");
             }
             std::fflush(stdout);
         }

@@ -1,6 +1,7 @@
 // Replicas: finding the launcher's process group, and ending it when one rank fails.
 #include "replicas.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -39,6 +40,12 @@ Replicas Replicas::from_environment() {
 }
 
 const Replicas& Replicas::current() { return g_current; }
+
+int threads_per_rank(int requested, const Replicas& replicas) {
+    if (requested > 0) return requested;
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / replicas.local_size);
+}
 
 std::string error_prefix() {
     const Replicas& r = Replicas::current();

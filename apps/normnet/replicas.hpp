@@ -26,6 +26,10 @@ struct Replicas {
     static const Replicas& current();
 };
 
+/// The threads of one rank: `requested`, or (0) this machine's cores shared among the job's
+/// processes on it.
+int threads_per_rank(int requested, const Replicas& replicas);
+
 /// "normnet: error: " for one process; "normnet: error: rank 1 of 2: " in a group, so that
 /// the failing rank is named.
 std::string error_prefix();

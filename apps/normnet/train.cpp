@@ -144,9 +144,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     }
     Replicas replicas = Replicas::current();
     replicas.check_every = args.check_replicas;
-    // Under mpirun the cores are shared by the ranks on this machine.
-    if (config.threads == 0 && replicas.parallel()) config.threads = std::max(1, config.resolved_threads() / replicas.local_size);
-    config.threads = config.resolved_threads();
+    config.threads = threads_per_rank(config.threads, replicas);  // under mpirun the ranks share the cores
     set_num_threads(config.threads);
 
     const auto train = load_split(config, "train");

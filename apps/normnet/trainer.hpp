@@ -106,6 +106,8 @@ public:
     int64_t batches_per_epoch() const { return loader_.num_batches(); }
     const EpochProgress& progress() const { return progress_; }
     const Replicas& replicas() const { return replicas_; }
+    /// Seconds spent in the gradient all-reduce so far (0 in one process).
+    double seconds_in_allreduce() const { return reduce_ ? reduce_->seconds_in_allreduce() : 0.0; }
     /// The metrics of every finished epoch, from the first (also those before a resume).
     const std::vector<EpochMetrics>& history() const { return history_; }
     std::vector<EpochMetrics>& history() { return history_; }
