@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "norms.hpp"
 #include "normnet/normnet.hpp"
 
 namespace normnet::cli {
@@ -17,10 +18,13 @@ namespace {
 using Json = nlohmann::json;
 
 DataLoaderOptions loader_options(const RunConfig& c, int64_t size) {
-    // BatchNorm cannot train on a batch of one sample: drop such a last batch (PyTorch would fail).
+    // Batch statistics (BatchNorm) cannot train on a batch of one sample: drop such a last batch
+    // (PyTorch would fail).
     const bool lone_last = c.batch_size > 1 && size % c.batch_size == 1;
-    return DataLoaderOptions{
-        .batch_size = c.batch_size, .shuffle = true, .drop_last = lone_last && c.model.norm == "batch", .seed = c.seed};
+    return DataLoaderOptions{.batch_size = c.batch_size,
+                             .shuffle = true,
+                             .drop_last = lone_last && uses_batch_statistics(c.model.norm),
+                             .seed = c.seed};
 }
 
 std::string rng_state_text() {
@@ -164,8 +168,8 @@ std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& ch
 void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option) {
     double values = 0;
     for (const auto& [name, t] : weights.tensors) values += static_cast<double>(t.numel());
-    NORMNET_CHECK(spec.linear_parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
-          " needs ", count_text(spec.linear_parameters()), " parameters in its Linear layers alone, but the file holds only ",
+    NORMNET_CHECK(spec.parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
+          " needs ", count_text(spec.parameters()), " parameters in its weights and biases alone, but the file holds only ",
           count_text(values), " values");
 }
 
@@ -212,8 +216,8 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
         model_ = build_model(config_.model);
         optimizer_ = make_optimizer(config_, model_->named_parameters());
     } catch (const std::bad_alloc&) {
-        fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.linear_parameters()),
-             " parameters; with gradients and optimizer state about ", count_text(config_.model.linear_parameters() * 16 / 1e9),
+        fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.parameters()),
+             " parameters; with gradients and optimizer state about ", count_text(config_.model.parameters() * 16 / 1e9),
              " GB)");
     }
     scheduler_ = std::make_unique<LRScheduler>(*optimizer_, schedule_options(config_, loader_.num_batches()));
