@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
+#include <type_traits>
+#include <variant>
 
 #include "commands.hpp"
 #include "metrics_csv.hpp"
 #include "model_spec.hpp"
+#include "models.hpp"
+#include "norms.hpp"
 
 namespace normnet::cli {
 namespace {
@@ -33,16 +36,35 @@ std::string pct(double v) {
     return buf;
 }
 
-// The `normnet train` arguments of one run of the grid (every field compare varies or passes on).
+// The `normnet train` arguments of one run of the grid: every run option of the config table and
+// the model's own options, so that the child trains exactly `c`.
 std::vector<std::string> train_arguments(const RunConfig& c, const std::string& out) {
-    std::string hidden;
-    for (int64_t h : c.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
-    return {"train", "--dataset", c.dataset, "--data", c.resolved_data_dir(), "--hidden", hidden, "--norm", c.model.norm,
-            "--epochs", std::to_string(c.epochs), "--batch-size", std::to_string(c.batch_size), "--optimizer", c.optimizer,
-            "--lr", num(c.lr), "--momentum", num(c.momentum), "--weight-decay", num(c.weight_decay), "--schedule",
-            c.schedule, "--warmup", std::to_string(c.warmup), "--clip", num(c.clip), "--label-smoothing",
-            num(c.label_smoothing), "--seed", std::to_string(c.seed), "--limit", std::to_string(c.limit), "--on-nan",
-            c.on_nan, "--bn-sync", c.bn_sync, "--threads", std::to_string(c.threads), "--quiet", "--overwrite", "--out", out};
+    std::vector<std::string> args{"train", "--model", c.model.type, "--norm", c.model.norm};
+    for (const ModelOption& o : c.model.kind().options) {
+        std::string sizes;
+        for (int64_t v : c.model.size(o.key)) sizes += (sizes.empty() ? "" : ",") + std::to_string(v);
+        args.insert(args.end(), {o.flag, sizes});
+    }
+    for (const ConfigField& f : config_fields()) {
+        if (f.flag.empty()) continue;
+        std::string value;
+        std::visit(
+            [&](auto member) {
+                using T = std::remove_cvref_t<decltype(c.*member)>;
+                if constexpr (std::is_same_v<T, std::string>) {
+                    value = c.*member;
+                } else if constexpr (std::is_floating_point_v<T>) {
+                    value = num(c.*member);
+                } else {
+                    value = std::to_string(c.*member);
+                }
+            },
+            f.member);
+        if (f.key == "data_dir") value = c.resolved_data_dir();
+        args.insert(args.end(), {f.flag, value});
+    }
+    args.insert(args.end(), {"--quiet", "--overwrite", "--out", out});
+    return args;
 }
 
 // Runs argv with stdout and stderr into `log`; returns the exit status (128 + signal if killed).
@@ -80,7 +102,7 @@ std::string last_line(const std::string& path) {
 }
 
 std::string mode_label(const WorldRun& r) {
-    if (r.config.model.norm != "batch") return "—";
+    if (!uses_batch_statistics(r.config.model.norm)) return "—";
     return r.config.bn_sync;
 }
 
@@ -120,7 +142,8 @@ std::vector<WorldRun> run_world_cell(const RunConfig& cell, const std::vector<in
     std::vector<WorldRun> runs;
     for (int world : worlds) {
         if (world == 1 || cell.batch_size % world != 0) continue;  // world 1: the grid's own run
-        const std::vector<std::string> cell_modes = cell.model.norm == "batch" ? modes : std::vector<std::string>{"local"};
+        const bool batch_stats = uses_batch_statistics(cell.model.norm);
+        const std::vector<std::string> cell_modes = batch_stats ? modes : std::vector<std::string>{"local"};
         for (const std::string& mode : cell_modes) {
             if (stop && stop()) return runs;
             WorldRun r;
@@ -131,7 +154,7 @@ std::vector<WorldRun> run_world_cell(const RunConfig& cell, const std::vector<in
             r.config.threads = std::max(1, cell.threads / world);
             const std::string name = cell.model.norm + "_b" + std::to_string(cell.batch_size) + "_s" +
                                      std::to_string(cell.seed) + "_w" + std::to_string(world) +
-                                     (cell.model.norm == "batch" ? "_" + mode : "");
+                                     (batch_stats ? "_" + mode : "");
             const std::string out = (fs::path(dir) / "world" / name).string();
             fs::create_directories(out);
             // Shared memory between the ranks of this machine (no network).
@@ -184,8 +207,7 @@ std::string world_report_md(const std::vector<WorldRun>& runs, const SingleAccur
     int closer_local = 0, local_compared = 0, sync_equal = 0, sync_compared = 0, other_equal = 0, other_compared = 0;
     for (const WorldRun& r : runs) {
         const int64_t per_rank = r.config.batch_size / r.world;
-        const std::string label = r.config.model.norm == "batch" ? "BatchNorm" : r.config.model.norm == "layer" ? "LayerNorm"
-                                  : r.config.model.norm == "rms" ? "RMSNorm" : "no norm";
+        const std::string label = norm_label(r.config.model.norm);
         if (!r.failure.empty()) {
             md += "| " + label + " | " + mode_label(r) + " | " + std::to_string(r.config.batch_size) + " | " +
                   std::to_string(per_rank) + " | " + std::to_string(r.world) + " | failed (" + r.failure + ") | | | |\n";
@@ -200,15 +222,15 @@ std::string world_report_md(const std::vector<WorldRun>& runs, const SingleAccur
               cell(r.config.model.norm, per_rank, r.config.seed) + " | " + secs + " |\n";
         const auto global = single(r.config.model.norm, r.config.batch_size, r.config.seed);
         const auto local = single(r.config.model.norm, per_rank, r.config.seed);
-        if (r.config.model.norm == "batch" && r.config.bn_sync == "sync" && global) {
+        if (uses_batch_statistics(r.config.model.norm) && r.config.bn_sync == "sync" && global) {
             ++sync_compared;
             sync_equal += std::abs(acc - *global) <= 0.002;
         }
-        if (r.config.model.norm != "batch" && global) {
+        if (!uses_batch_statistics(r.config.model.norm) && global) {
             ++other_compared;
             other_equal += std::abs(acc - *global) <= 0.002;
         }
-        if (r.config.model.norm == "batch" && r.config.bn_sync == "local" && global && local && *global != *local) {
+        if (uses_batch_statistics(r.config.model.norm) && r.config.bn_sync == "local" && global && local && *global != *local) {
             ++local_compared;
             closer_local += std::abs(acc - *local) < std::abs(acc - *global);
         }

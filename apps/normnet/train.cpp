@@ -1,5 +1,5 @@
-// `normnet train`: trains the seed MLP (or any --hidden/--norm variant) on MNIST or
-// Fashion-MNIST, writes RUN_DIR/{config.json, metrics.csv, model.safetensors,
+// `normnet train`: trains a model of the registry (the seed MLP by default, --model cnn the
+// CNN, with their --hidden/--channels/--norm variants) on MNIST or Fashion-MNIST, writes RUN_DIR/{config.json, metrics.csv, model.safetensors,
 // training_state.safetensors} and can resume from a checkpoint. Everything that can be wrong
 // with the input is checked before RUN_DIR is created, so a bad call leaves nothing behind; once
 // running, a crash, a full disk, a signal or a NaN leaves the last complete checkpoint.
@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "metrics_csv.hpp"
+#include "models.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
 #include "trainer.hpp"
@@ -23,7 +24,8 @@ namespace fs = std::filesystem;
 
 struct TrainArgs {
     RunConfig config;
-    std::string hidden = "300,100";
+    ModelArgs model;
+    std::string norm;  // as given; the model's default when not
     std::string out;
     std::string resume;
     std::string init_from;
@@ -47,32 +49,23 @@ std::string percent(double fraction) {
     return buf;
 }
 
-// Applies the options given on this command line over the config saved in a checkpoint.
-RunConfig merge_resumed(const RunConfig& saved, const RunConfig& given, const CLI::App& cmd) {
-    RunConfig c = saved;
-    const auto take = [&](const char* option, auto RunConfig::*field) {
-        if (cmd.count(option) > 0) c.*field = given.*field;
-    };
-    take("--dataset", &RunConfig::dataset);
-    take("--data", &RunConfig::data_dir);
-    take("--epochs", &RunConfig::epochs);
-    take("--batch-size", &RunConfig::batch_size);
-    take("--optimizer", &RunConfig::optimizer);
-    take("--lr", &RunConfig::lr);
-    take("--momentum", &RunConfig::momentum);
-    take("--weight-decay", &RunConfig::weight_decay);
-    take("--schedule", &RunConfig::schedule);
-    take("--warmup", &RunConfig::warmup);
-    take("--clip", &RunConfig::clip);
-    take("--label-smoothing", &RunConfig::label_smoothing);
-    take("--seed", &RunConfig::seed);
-    take("--threads", &RunConfig::threads);
-    take("--limit", &RunConfig::limit);
-    take("--on-nan", &RunConfig::on_nan);
-    take("--bn-sync", &RunConfig::bn_sync);
-    if (cmd.count("--hidden") > 0) c.model.hidden = given.model.hidden;
-    if (cmd.count("--norm") > 0) c.model.norm = given.model.norm;
+// The config of a run: `base` (the model's recipe, or the config saved in a checkpoint) with the
+// options given on this command line, the model's included.
+RunConfig with_given_options(const RunConfig& base, const TrainArgs& args, const CLI::App& cmd) {
+    RunConfig c = base;
+    take_given_options(c, args.config, cmd);
+    c.model = model_from_options(args.model, cmd, base.model);
+    if (cmd.count("--norm") > 0) c.model.norm = args.norm;
     return c;
+}
+
+// True when the command line says anything about the architecture.
+bool model_given(const TrainArgs& args, const CLI::App& cmd) {
+    if (cmd.count("--model") > 0 || cmd.count("--norm") > 0) return true;
+    for (const auto& [flag, text] : args.model.values) {
+        if (cmd.count(flag) > 0) return true;
+    }
+    return false;
 }
 
 void write_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
@@ -114,12 +107,18 @@ std::string position(const Trainer& t) {
            std::to_string(t.batches_per_epoch());
 }
 
-void run_train(TrainArgs& args, const CLI::App& cmd) {
-    RunConfig config = args.config;
+void run_train(const TrainArgs& args, const CLI::App& cmd) {
+    RunConfig config;
     as_usage_error([&] {
         NORMNET_CHECK(args.resume.empty() || args.init_from.empty(), "--resume and --init-from: give one or the other (--resume "
               "continues a run, --init-from starts a new one from a model's weights)");
-        config.model.hidden = parse_size_list(args.hidden, "--hidden");
+        // A resumed run's model comes from its checkpoint; its options are checked once that is read.
+        if (args.resume.empty()) {
+            config = with_given_options(recipe_config(args.model.type), args, cmd);
+        } else {
+            config = recipe_config(args.model.type);
+            take_given_options(config, args.config, cmd);
+        }
         config.validate();
     });
     // The checkpoint (or the weights to start from) is read and checked first, so that nothing
@@ -129,14 +128,16 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
         checkpoint = read_checkpoint(model_file_of(args.resume));
         const auto [spec, saved] = read_checkpoint_config(checkpoint.model);
         check_file_fits(spec, checkpoint.model, "--resume");
-        config = merge_resumed(saved, config, cmd);
-        as_usage_error([&] { config.validate(); });
+        as_usage_error([&, saved = saved] {
+            config = with_given_options(saved, args, cmd);
+            config.validate();
+        });
     }
     SafetensorsData init;
     if (!args.init_from.empty()) {
         init = load_safetensors(model_file_of(args.init_from));
-        // A normnet model file brings its architecture unless --hidden or --norm say otherwise.
-        if (init.metadata.count("normnet.architecture") && cmd.count("--hidden") == 0 && cmd.count("--norm") == 0) {
+        // A normnet model file brings its architecture unless the command line names one.
+        if (init.metadata.count("normnet.architecture") && !model_given(args, cmd)) {
             config.model = read_checkpoint_config(init).first;
             as_usage_error([&] { config.validate(); });
         }
@@ -152,7 +153,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     Trainer trainer(config, train, test, replicas);
     // Only rank 0 prints and writes; the other ranks train and join its collectives.
     const bool leader = replicas.leader();
-    if (!leader) args.quiet = true;
+    const bool quiet = args.quiet || !leader;
     const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
         const ResumePoint resumed = trainer.resume(checkpoint);
@@ -182,8 +183,8 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
         write_file_atomic(metrics_path, metrics_csv(trainer.history()));
     }
 
-    const bool tty = stdout_is_terminal() && !args.quiet;
-    if (!args.quiet) {
+    const bool tty = stdout_is_terminal() && !quiet;
+    if (!quiet) {
         std::printf("normnet train: %s on %s (%lld train / %lld test images), %s lr %g, batch %lld, %s, %s\n",
                     config.model.str().c_str(), config.dataset.c_str(), static_cast<long long>(train->size()),
                     static_cast<long long>(test->size()), config.optimizer.c_str(), config.lr,
@@ -220,7 +221,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
                 trainer.save_checkpoint(dir);
                 throw interrupted(StopOnSignal::requested());
             }
-            if (!args.quiet) {
+            if (!quiet) {
                 std::printf("%s  train loss %.4f acc %s  test loss %.4f acc %s  lr %.2e  %s%s\n", label.c_str(),
                             last->train_loss, percent(last->train_acc).c_str(), last->test_loss,
                             percent(last->test_acc).c_str(), last->lr, format_duration(last->seconds).c_str(),
@@ -253,28 +254,24 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
 void add_train_command(CLI::App& app) {
     auto args = std::make_shared<TrainArgs>();
     RunConfig& c = args->config;
-    CLI::App* cmd = app.add_subcommand("train", "Train an MLP (default: the seed 784-300-100-10 with LayerNorm) on MNIST");
+    CLI::App* cmd = app.add_subcommand(
+        "train", "Train a model on MNIST or Fashion-MNIST (default: the seed MLP 784-300-100-10 with LayerNorm on MNIST; "
+                 "--model cnn: the CNN with BatchNorm on Fashion-MNIST)");
     add_data_options(*cmd, c);
-    cmd->add_option("--hidden", args->hidden, "Hidden layer sizes, comma-separated")->capture_default_str();
-    cmd->add_option("--norm", c.model.norm, "Normalisation after each hidden ReLU: layer, batch, rms or none")
-        ->check(CLI::IsMember(kNorms))->capture_default_str();
-    cmd->add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str();
-    cmd->add_option("--batch-size", c.batch_size, "Images per batch (under mpirun: the global batch, divided among the ranks)")->capture_default_str();
-    cmd->add_option("--lr", c.lr, "Peak learning rate")->capture_default_str();
+    add_model_options(*cmd, args->model);
+    std::string norms;
+    for (const NormKind& k : norm_kinds()) norms += "; " + k.name + ": " + k.help;
+    cmd->add_option("--norm", args->norm, "Normalisation after each hidden layer (default: the model's, mlp layer, cnn batch)" + norms)
+        ->check(CLI::IsMember(names_of(norm_kinds())));
+    for (const char* flag : {"--epochs", "--batch-size", "--lr"}) add_config_option(*cmd, c, flag);
     add_optimizer_options(*cmd, c);
-    cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
-    cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")
-        ->check(kNonNegative)->capture_default_str();
-    cmd->add_option("--on-nan", c.on_nan, "A non-finite loss: stop (keep the last checkpoint) or skip the step")
-        ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
+    for (const char* flag : {"--label-smoothing", "--seed", "--on-nan"}) add_config_option(*cmd, c, flag);
     cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
     cmd->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
     cmd->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");
     cmd->add_option("--init-from", args->init_from, "Start a new run from the weights of a model.safetensors (normnet's or PyTorch's)");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");
-    cmd->add_option("--bn-sync", c.bn_sync,
-                    "BatchNorm under mpirun: local (each rank's own statistics, as DDP) or sync (over every rank's samples)")
-        ->check(CLI::IsMember({"local", "sync"}))->capture_default_str();
+    add_config_option(*cmd, c, "--bn-sync");
     cmd->add_option("--check-replicas", args->check_replicas,
                     "Under mpirun: compare the parameters of every rank every K steps and stop at the first difference (debug)")
         ->check(kNonNegative);

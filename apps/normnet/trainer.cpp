@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "norms.hpp"
 #include "normnet/normnet.hpp"
 
 namespace normnet::cli {
@@ -24,19 +25,20 @@ DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replica
                              " processes of this run (each rank takes an equal slice of every batch)"));
     }
     const int64_t per_rank = c.batch_size / r.world;
-    const bool local_bn = c.model.norm == "batch" && c.bn_sync == "local";
+    const bool local_bn = uses_batch_statistics(c.model.norm) && c.bn_sync == "local";
     if (local_bn && r.world > 1 && per_rank < 2) {
         throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves ", per_rank,
                              " sample per rank: BatchNorm with --bn-sync local needs at least 2 (use a larger "
                              "--batch-size or --bn-sync sync)"));
     }
-    // BatchNorm cannot train on a batch of one sample: drop such a last batch (PyTorch would fail).
-    // With per-rank statistics, one sample on any rank (its slice of the last batch) is such a batch.
+    // Batch statistics (BatchNorm) cannot train on a batch of one sample: drop such a last batch
+    // (PyTorch would fail). With per-rank statistics, one sample on any rank (its slice of the
+    // last batch) is such a batch.
     const int64_t last = size % c.batch_size;
     const bool lone_last = c.batch_size > 1 && (local_bn ? last % per_rank == 1 : last == 1);
     return DataLoaderOptions{.batch_size = c.batch_size,
                              .shuffle = true,
-                             .drop_last = lone_last && c.model.norm == "batch",
+                             .drop_last = lone_last && uses_batch_statistics(c.model.norm),
                              .seed = c.seed,
                              .num_replicas = r.world,
                              .rank = r.rank};
@@ -205,8 +207,8 @@ std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& ch
 void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option) {
     double values = 0;
     for (const auto& [name, t] : weights.tensors) values += static_cast<double>(t.numel());
-    NORMNET_CHECK(spec.linear_parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
-          " needs ", count_text(spec.linear_parameters()), " parameters in its Linear layers alone, but the file holds only ",
+    NORMNET_CHECK(spec.parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
+          " needs ", count_text(spec.parameters()), " parameters in its weights and biases alone, but the file holds only ",
           count_text(values), " values");
 }
 
@@ -258,8 +260,8 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
         model_ = build_model(config_.model);
         optimizer_ = make_optimizer(config_, model_->named_parameters());
     } catch (const std::bad_alloc&) {
-        fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.linear_parameters()),
-             " parameters; with gradients and optimizer state about ", count_text(config_.model.linear_parameters() * 16 / 1e9),
+        fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.parameters()),
+             " parameters; with gradients and optimizer state about ", count_text(config_.model.parameters() * 16 / 1e9),
              " GB)");
     }
     if (replicas_.parallel()) {
@@ -377,7 +379,7 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
             throw NonFinite(str("non-finite loss (", value, ") at epoch ", epochs_done_ + 1, ", batch ", progress_.batch + 1,
                                 " of ", loader_.num_batches(), " on rank ", replicas_.rank));
         }
-    } else if (config_.bn_sync == "sync" && config_.model.norm == "batch") {
+    } else if (config_.bn_sync == "sync" && uses_batch_statistics(config_.model.norm)) {
         objective = model_->forward(batch.inputs).sum();  // over no rows: 0, but through every BatchNorm
     }
     if (objective.defined()) objective.backward();
@@ -410,7 +412,7 @@ EpochProgress Trainer::reduced(const EpochProgress& local) const {
 void Trainer::average_running_stats() const {
     // --bn-sync local: each rank's BatchNorm statistics are its own; evaluation and checkpoints
     // use their mean over the ranks (the same on every rank afterwards).
-    if (!replicas_.parallel() || config_.bn_sync != "local" || config_.model.norm != "batch") return;
+    if (!replicas_.parallel() || config_.bn_sync != "local" || !uses_batch_statistics(config_.model.norm)) return;
     NoGradGuard no_grad;
     const float inv_world = 1.0f / static_cast<float>(replicas_.world);
     for (auto& [name, t] : model_->named_buffers()) {

@@ -142,7 +142,7 @@ Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t
 std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& checkpoint);
 
 /// Throws normnet::Error (starting with `option`, when given) unless `weights` could hold a model
-/// of `spec` (its Linear layers alone need linear_parameters() values): checked before building
+/// of `spec` (its weights alone need parameters() values): checked before building
 /// the model, so that metadata promising huge layers cannot make a small file allocate gigabytes.
 void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option = "");
 
