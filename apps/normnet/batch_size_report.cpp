@@ -76,13 +76,17 @@ bool ErrorGrid::has(const std::string& norm) const {
     return false;
 }
 
-std::string error_table_md(const ErrorGrid& g) {
-    const std::vector<int64_t> batches = decreasing(g.batches);
+std::string batch_table_head(const std::vector<int64_t>& batches) {
     std::string t = "| normalisation |";
     for (int64_t b : batches) t += " batch " + std::to_string(b) + " |";
     t += "\n|---|";
     for (size_t i = 0; i < batches.size(); ++i) t += "---:|";
-    t += "\n";
+    return t + "\n";
+}
+
+std::string error_table_md(const ErrorGrid& g) {
+    const std::vector<int64_t> batches = decreasing(g.batches);
+    std::string t = batch_table_head(batches);
     for (const auto& n : g.norms) {
         t += "| " + norm_label(n) + " |";
         for (int64_t b : batches) t += " " + cell_text(g.at(n, b), g.seeds) + " |";
@@ -92,11 +96,7 @@ std::string error_table_md(const ErrorGrid& g) {
 }
 
 std::string paper_table_md() {
-    std::string t = "| normalisation |";
-    for (int64_t b : kPaperBatches) t += " batch " + std::to_string(b) + " |";
-    t += "\n|---|";
-    for (size_t i = 0; i < kPaperBatches.size(); ++i) t += "---:|";
-    t += "\n";
+    std::string t = batch_table_head(kPaperBatches);
     for (const PaperRow& row : kPaper) {
         t += "| " + norm_label(row.norm) + " |";
         for (double e : row.error) t += " " + (std::isnan(e) ? std::string("—") : fixed(e, 1)) + " |";

@@ -225,11 +225,7 @@ std::string curves_csv(const std::vector<RunResult>& runs) {
 template <class F>
 std::string grid_table(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                        const std::vector<int64_t>& batches, F cell) {
-    std::string t = "| normalisation |";
-    for (int64_t b : batches) t += " batch " + std::to_string(b) + " |";
-    t += "\n|---|";
-    for (size_t i = 0; i < batches.size(); ++i) t += "---:|";
-    t += "\n";
+    std::string t = batch_table_head(batches);
     for (const auto& n : norms) {
         t += "| " + norm_label(n) + " |";
         for (int64_t b : batches) t += " " + cell(runs, n, b) + " |";
