@@ -518,7 +518,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                 measure_discrepancy(trainer, r, train_subset, test);
                 runs.push_back(r);
                 if (!tty) {
-                    std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
+                    std::printf("%-12s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
                                 norm_label(r.norm).c_str(), static_cast<long long>(r.batch),
                                 static_cast<unsigned long long>(r.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
