@@ -31,6 +31,7 @@ struct ErrorGrid {
 struct BatchNormErrors {
     std::vector<int64_t> batches;
     std::vector<CellStat> running, precise, batch_stats;
+    int seeds = 1;
 };
 
 /// The head of a Markdown table with a column per batch size: "| normalisation | batch 4 | ...".

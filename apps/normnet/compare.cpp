@@ -275,8 +275,9 @@ ErrorGrid error_grid(const std::vector<RunResult>& runs, const std::vector<std::
 // BatchNorm's error with running, precise and batch statistics per batch size (the first
 // normalisation of the grid that uses batch statistics).
 BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                                  const std::vector<int64_t>& batches) {
+                                  const std::vector<int64_t>& batches, int seeds) {
     BatchNormErrors e;
+    e.seeds = seeds;
     const auto bn = std::find_if(norms.begin(), norms.end(), [](const std::string& n) { return uses_batch_statistics(n); });
     if (bn == norms.end()) return e;
     const auto cell = [&](int64_t b, auto value) {
@@ -307,7 +308,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
           ". Every run of a seed starts from identical initial weights (the normalisation layers draw no random "
           "numbers) and sees the data in the same order for a given batch size.\n\n";
     const ErrorGrid grid = error_grid(runs, norms, batches, seeds);
-    const BatchNormErrors bn = batch_norm_errors(runs, norms, batches);
+    const BatchNormErrors bn = batch_norm_errors(runs, norms, batches, seeds);
     md += std::string("## Test error against batch size (%") + (seeds > 1 ? ", mean ± std over seeds" : "") +
           "), as in Wu and He's Figure 1\n\n";
     md += error_table_md(grid) + "\n![test error vs batch size](error_vs_batch.svg)\n\n";
