@@ -160,11 +160,11 @@ def run(command):
     return result.stdout
 
 
-def check_norm(model, norm, limit, epochs, args, workdir, test_images, test_labels):
-    out = os.path.join(workdir, f"{model}_{norm}")
+def check_norm(kind, norm, limit, epochs, args, workdir, test_images, test_labels):
+    out = os.path.join(workdir, f"{kind}_{norm}")
     test_images, test_labels = test_images[:limit], test_labels[:limit]
     common = ["--data", args.data, "--threads", str(args.threads)]
-    run([args.normnet, "train", "--model", model, "--dataset", "mnist", "--norm", norm, "--limit", str(limit),
+    run([args.normnet, "train", "--model", kind, "--dataset", "mnist", "--norm", norm, "--limit", str(limit),
          "--epochs", str(epochs), "--quiet", "--out", out] + common)
     checkpoint = os.path.join(out, "model.safetensors")
     predictions_csv = os.path.join(out, "pred.csv")
@@ -230,7 +230,7 @@ def check_norm(model, norm, limit, epochs, args, workdir, test_images, test_labe
     expect(abs(normnet_loss - loss) < 1e-3, f"test loss: normnet {normnet_loss:.4f}, torch {loss:.4f}")
 
     n = len(test_labels)
-    print(f"  {model} {norm:8s}: {len(tensors)} tensors loaded strictly; normnet eval {100 * normnet_correct / n:.2f}% "
+    print(f"  {kind} {norm:8s}: {len(tensors)} tensors loaded strictly; normnet eval {100 * normnet_correct / n:.2f}% "
           f"({normnet_correct}/{n}), torch {100 * torch_correct / n:.2f}% ({torch_correct}/{n}); "
           f"predictions identical for {n - len(mismatches)}/{n}; test loss {normnet_loss:.4f} vs {loss:.4f}")
 
@@ -270,12 +270,12 @@ def main():
     cases = [("mlp", norm, args.limit, args.epochs) for norm in args.norms.split(",") if norm] + \
             [("cnn", norm, args.cnn_limit, args.cnn_epochs) for norm in args.cnn_norms.split(",") if norm]
     try:
-        for model, norm, limit, epochs in cases:
+        for kind, norm, limit, epochs in cases:
             try:
-                check_norm(model, norm, limit, epochs, args, workdir, test_images, test_labels)
+                check_norm(kind, norm, limit, epochs, args, workdir, test_images, test_labels)
             except (Failure, KeyError, ValueError, RuntimeError) as error:
                 failures += 1
-                print(f"  {model} {norm:8s}: FAIL: {type(error).__name__}: {error}")
+                print(f"  {kind} {norm:8s}: FAIL: {type(error).__name__}: {error}")
     finally:
         if args.keep:
             print(f"run folders kept in {workdir}")

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "batch_size_report.hpp"
 #include "batch_statistics.hpp"
 #include "cli_helpers.hpp"
 #include "models.hpp"
@@ -217,6 +218,7 @@ TEST_CASE("cnn: compare --model cnn writes the error-vs-batch view with BatchNor
     CHECK_THAT(report, Contains("### What this run shows") && Contains("**BatchNorm**: ") && Contains("**GroupNorm**: ") &&
                            Contains("**LayerNorm** (GroupNorm with one group)") && Contains("**Ranking at batch 4**"));
     CHECK_THAT(report, Contains("### BatchNorm evaluated three ways") && Contains("**BatchNorm's statistics at batch 4**"));
+    CHECK_THAT(report, !Contains("± 0.00"));  // one seed: no spread to show
     const auto results = lines_of(read_file(out / "results.csv"));
     REQUIRE(results.size() == 7);
     const auto header = csv_cells(results[0]);
@@ -268,4 +270,23 @@ TEST_CASE("cnn: precise statistics are the mean and unbiased variance of each Ba
     saved.restore();
     CHECK(model.named_buffers()[0].second.data()[0] == 0.0f);
     CHECK(model.named_buffers()[1].second.data()[0] == 1.0f);
+}
+
+TEST_CASE("cnn: the findings are computed from the grid", "[cnn][compare]") {
+    // A grid shaped like the paper's: BatchNorm rises at small batches, GroupNorm is flat.
+    cli::ErrorGrid g{{"batch", "group", "layer"}, {2, 32}, {}, 1};
+    g.error = {{{0.30, 0, 1}, {0.20, 0, 1}}, {{0.21, 0, 1}, {0.21, 0, 1}}, {{0.23, 0, 1}, {0.22, 0, 1}}};
+    cli::BatchNormErrors bn{{2, 32}, {{0.30, 0, 1}, {0.20, 0, 1}}, {{0.25, 0, 1}, {0.20, 0, 1}}, {{0.28, 0, 1}, {0.19, 0, 1}}, 1};
+    const std::string md = cli::findings_md(g, bn, "a test grid");
+    CHECK_THAT(md, Contains("the error rises as the batch shrinks, from 20.00 % at batch 32 to 30.00 % at batch 2 (+10.00 points"));
+    CHECK_THAT(md, Contains("**GroupNorm**: flat: its error spans 0.00 points"));
+    CHECK_THAT(md, Contains("at most GroupNorm's down to batch 32; below it GroupNorm's is lower"));
+    CHECK_THAT(md, Contains("**LayerNorm** (GroupNorm with one group): 22.00 % at batch 32, 2.00 points above BatchNorm, 1.00 points above GroupNorm"));
+    CHECK_THAT(md, Contains("recomputing the statistics recovers 5.00 (50 %)") && Contains("part of the loss is the train/eval mismatch"));
+    CHECK_THAT(md, !Contains("**Every normalisation**"));
+    // The opposite: every norm rises alike, BatchNorm no more than GroupNorm.
+    g.error = {{{0.25, 0, 1}, {0.20, 0, 1}}, {{0.26, 0, 1}, {0.21, 0, 1}}, {{0.27, 0, 1}, {0.22, 0, 1}}};
+    const std::string shared = cli::findings_md(g, {}, "a test grid");
+    CHECK_THAT(shared, Contains("**GroupNorm**: not flat") && Contains("**Every normalisation** loses accuracy") &&
+                           Contains("BatchNorm's own excess over GroupNorm's rise is +0.00 points"));
 }

@@ -30,7 +30,7 @@ TEST_CASE("compare: a 2 x 2 x 1-epoch grid writes every output with the right co
     INFO(r.err);
     REQUIRE(r.status == 0);
     CHECK(r.out.find("\033[") == std::string::npos);  // no progress bar in a pipe
-    CHECK_THAT(r.out, Contains("LayerNorm batch   16") && Contains("BatchNorm batch   64"));
+    CHECK_THAT(r.out, Contains("LayerNorm    batch   16") && Contains("BatchNorm    batch   64"));
 
     const fs::path out = dir / "cmp";
     const auto results = csv_rows(read_file(out / "results.csv"));

@@ -76,13 +76,17 @@ bool ErrorGrid::has(const std::string& norm) const {
     return false;
 }
 
-std::string error_table_md(const ErrorGrid& g) {
-    const std::vector<int64_t> batches = decreasing(g.batches);
+std::string batch_table_head(const std::vector<int64_t>& batches) {
     std::string t = "| normalisation |";
     for (int64_t b : batches) t += " batch " + std::to_string(b) + " |";
     t += "\n|---|";
     for (size_t i = 0; i < batches.size(); ++i) t += "---:|";
-    t += "\n";
+    return t + "\n";
+}
+
+std::string error_table_md(const ErrorGrid& g) {
+    const std::vector<int64_t> batches = decreasing(g.batches);
+    std::string t = batch_table_head(batches);
     for (const auto& n : g.norms) {
         t += "| " + norm_label(n) + " |";
         for (int64_t b : batches) t += " " + cell_text(g.at(n, b), g.seeds) + " |";
@@ -92,11 +96,7 @@ std::string error_table_md(const ErrorGrid& g) {
 }
 
 std::string paper_table_md() {
-    std::string t = "| normalisation |";
-    for (int64_t b : kPaperBatches) t += " batch " + std::to_string(b) + " |";
-    t += "\n|---|";
-    for (size_t i = 0; i < kPaperBatches.size(); ++i) t += "---:|";
-    t += "\n";
+    std::string t = batch_table_head(kPaperBatches);
     for (const PaperRow& row : kPaper) {
         t += "| " + norm_label(row.norm) + " |";
         for (double e : row.error) t += " " + (std::isnan(e) ? std::string("—") : fixed(e, 1)) + " |";
@@ -112,8 +112,8 @@ std::string batch_norm_table_md(const BatchNormErrors& bn) {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bn.batches[a] > bn.batches[b]; });
     for (size_t i : order) {
-        t += "| " + std::to_string(bn.batches[i]) + " | " + cell_text(bn.running[i], 2) + " | " + cell_text(bn.precise[i], 2) +
-             " | " + cell_text(bn.batch_stats[i], 2) + " |\n";
+        t += "| " + std::to_string(bn.batches[i]) + " | " + cell_text(bn.running[i], bn.seeds) + " | " +
+             cell_text(bn.precise[i], bn.seeds) + " | " + cell_text(bn.batch_stats[i], bn.seeds) + " |\n";
     }
     return t;
 }
@@ -207,6 +207,31 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
         }
         points.push_back(line + ".");
     }
+    // A rise that every normalisation shows is the training setting's, not BatchNorm's.
+    if (hi != lo && g.norms.size() > 1) {
+        std::vector<std::pair<std::string, double>> rises;
+        bool all = true;
+        for (const auto& n : g.norms) {
+            const CellStat &a = g.at(n, hi), &b = g.at(n, lo);
+            if (a.n == 0 || b.n == 0) continue;
+            rises.emplace_back(n, pts(b) - pts(a));
+            all = all && pts(b) - pts(a) > threshold(a, b, g.seeds);
+        }
+        if (all && rises.size() > 1) {
+            std::string line = "**Every normalisation** loses accuracy from " + at_hi + " to " + at_lo + " here (";
+            for (size_t i = 0; i < rises.size(); ++i) {
+                line += (i ? ", " : "") + norm_label(rises[i].first) + " " + signed_points(rises[i].second);
+            }
+            line += " points): that much of the rise is shared by every normalisation, so it is the training setting's "
+                    "(e.g. the lr scaled with the batch over the same epochs), not BatchNorm's";
+            if (g.has("batch") && g.has("group")) {
+                const double excess = (pts(g.at("batch", lo)) - pts(g.at("batch", hi))) -
+                                      (pts(g.at("group", lo)) - pts(g.at("group", hi)));
+                line += "; BatchNorm's own excess over GroupNorm's rise is " + signed_points(excess) + " points";
+            }
+            points.push_back(line + ".");
+        }
+    }
     // How much of BatchNorm's small-batch error is its statistics at test time.
     const auto index = [&](int64_t b) {
         return static_cast<size_t>(std::find(bn.batches.begin(), bn.batches.end(), b) - bn.batches.begin());
@@ -218,7 +243,8 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
                            " % with its running statistics, " + fixed(precise) + " % with precise population statistics and " +
                            fixed(batch_stats) + " % with each test batch's own statistics";
         const double loss = running - base, recovered = running - precise;
-        if (hi != lo && loss > threshold(bn.running[index(lo)], bn.running[index(hi)], g.seeds)) {
+        const double t = threshold(bn.running[index(lo)], bn.running[index(hi)], g.seeds);
+        if (hi != lo && loss > t && recovered > t) {
             const double share = recovered / loss;
             line += ". Of the " + fixed(loss) + " points BatchNorm loses between " + at_hi + " and " + at_lo +
                     ", recomputing the statistics recovers " + fixed(recovered) + " (" + fixed(100 * share, 0) + " %): " +
@@ -226,7 +252,11 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
                      : share > 0.2 ? "part of the loss is the train/eval mismatch, the rest training with noisy small-batch statistics"
                                    : "little of the loss is the train/eval mismatch; it comes from training with noisy small-batch statistics");
         } else {
-            line += std::string(". Recomputing the statistics changes the error by ") + signed_points(precise - running) + " points";
+            line += std::string(". Recomputing the statistics changes the error by ") + signed_points(precise - running) +
+                    " points: " +
+                    (hi != lo && loss > t ? "none of the loss between " + at_hi + " and " + at_lo +
+                                                " is the train/eval mismatch; it comes from training with noisy small-batch statistics"
+                                          : "the running statistics match the final weights");
         }
         points.push_back(line + ".");
     }

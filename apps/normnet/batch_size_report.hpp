@@ -31,8 +31,11 @@ struct ErrorGrid {
 struct BatchNormErrors {
     std::vector<int64_t> batches;
     std::vector<CellStat> running, precise, batch_stats;
+    int seeds = 1;
 };
 
+/// The head of a Markdown table with a column per batch size: "| normalisation | batch 4 | ...".
+std::string batch_table_head(const std::vector<int64_t>& batches);
 /// Markdown: the grid's error (%) with the batch sizes from large to small, as the paper's Figure 1.
 std::string error_table_md(const ErrorGrid& grid);
 /// Markdown: the paper's ResNet-50 ImageNet validation errors, with their source.

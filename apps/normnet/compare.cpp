@@ -228,11 +228,7 @@ std::string curves_csv(const std::vector<RunResult>& runs) {
 template <class F>
 std::string grid_table(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                        const std::vector<int64_t>& batches, F cell) {
-    std::string t = "| normalisation |";
-    for (int64_t b : batches) t += " batch " + std::to_string(b) + " |";
-    t += "\n|---|";
-    for (size_t i = 0; i < batches.size(); ++i) t += "---:|";
-    t += "\n";
+    std::string t = batch_table_head(batches);
     for (const auto& n : norms) {
         t += "| " + norm_label(n) + " |";
         for (int64_t b : batches) t += " " + cell(runs, n, b) + " |";
@@ -282,8 +278,9 @@ ErrorGrid error_grid(const std::vector<RunResult>& runs, const std::vector<std::
 // BatchNorm's error with running, precise and batch statistics per batch size (the first
 // normalisation of the grid that uses batch statistics).
 BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                                  const std::vector<int64_t>& batches) {
+                                  const std::vector<int64_t>& batches, int seeds) {
     BatchNormErrors e;
+    e.seeds = seeds;
     const auto bn = std::find_if(norms.begin(), norms.end(), [](const std::string& n) { return uses_batch_statistics(n); });
     if (bn == norms.end()) return e;
     const auto cell = [&](int64_t b, auto value) {
@@ -314,7 +311,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
           ". Every run of a seed starts from identical initial weights (the normalisation layers draw no random "
           "numbers) and sees the data in the same order for a given batch size.\n\n";
     const ErrorGrid grid = error_grid(runs, norms, batches, seeds);
-    const BatchNormErrors bn = batch_norm_errors(runs, norms, batches);
+    const BatchNormErrors bn = batch_norm_errors(runs, norms, batches, seeds);
     md += std::string("## Test error against batch size (%") + (seeds > 1 ? ", mean ± std over seeds" : "") +
           "), as in Wu and He's Figure 1\n\n";
     md += error_table_md(grid) + "\n![test error vs batch size](error_vs_batch.svg)\n\n";
@@ -549,7 +546,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                     world_runs.push_back(std::move(w));
                 }
                 if (!tty) {
-                    std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
+                    std::printf("%-12s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
                                 norm_label(r.norm).c_str(), static_cast<long long>(r.batch),
                                 static_cast<unsigned long long>(r.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),

@@ -63,12 +63,9 @@ double parameters(const ModelSpec& spec) {
         h = std::floor(h / 2);
         w = std::floor(w / 2);
     }
-    double width = in * h * w;
-    for (int64_t f : spec.size("fc")) {
-        total += (width + 1) * static_cast<double>(f);
-        width = static_cast<double>(f);
-    }
-    return total + (width + 1) * static_cast<double>(spec.classes);
+    std::vector<int64_t> widths = spec.size("fc");
+    widths.push_back(spec.classes);
+    return total + linear_stack_parameters(in * h * w, widths);
 }
 
 std::shared_ptr<Sequential> build(const ModelSpec& spec) {
@@ -115,14 +112,9 @@ std::vector<FloorLayer> gemm_products(const ModelSpec& spec, int64_t batch) {
         w /= 2;
         hw = h * w;
     }
-    std::vector<int64_t> widths{in * hw};
-    for (int64_t f : spec.size("fc")) widths.push_back(f);
+    std::vector<int64_t> widths = spec.size("fc");
     widths.push_back(spec.classes);
-    for (size_t l = 0; l + 1 < widths.size(); ++l) {
-        const int64_t C = widths[l], OC = widths[l + 1];
-        layers.push_back({"fc" + std::to_string(l + 1), {{false, true, batch, OC, C}},
-                          {{false, false, batch, C, OC}, {true, false, OC, C, batch}}, 0});
-    }
+    add_linear_products(layers, in * hw, widths, batch, true);
     return layers;
 }
 

@@ -14,13 +14,9 @@ std::string describe(const ModelSpec& spec) {
 
 // The Linear layers' weights and biases, the bulk of the model.
 double parameters(const ModelSpec& spec) {
-    double total = 0;
-    double width = static_cast<double>(spec.inputs);
-    for (int64_t h : spec.size("hidden")) {
-        total += (width + 1) * static_cast<double>(h);
-        width = static_cast<double>(h);
-    }
-    return total + (width + 1) * static_cast<double>(spec.classes);
+    std::vector<int64_t> widths = spec.size("hidden");
+    widths.push_back(spec.classes);
+    return linear_stack_parameters(static_cast<double>(spec.inputs), widths);
 }
 
 // The norm layers draw no random numbers, so the same seed gives the same Linear weights
@@ -40,19 +36,12 @@ std::shared_ptr<Sequential> build(const ModelSpec& spec) {
     return model;
 }
 
-// y = x W^T forward, dW = dy^T x and dx = dy W (all but the first layer) backward, as linear()
-// calls sgemm.
+// The Linear layers' products; the input needs no gradient.
 std::vector<FloorLayer> gemm_products(const ModelSpec& spec, int64_t batch) {
-    std::vector<int64_t> widths{spec.inputs};
-    for (int64_t h : spec.size("hidden")) widths.push_back(h);
+    std::vector<int64_t> widths = spec.size("hidden");
     widths.push_back(spec.classes);
     std::vector<FloorLayer> layers;
-    for (size_t l = 0; l + 1 < widths.size(); ++l) {
-        const int64_t C = widths[l], OC = widths[l + 1];
-        FloorLayer f{"fc" + std::to_string(l + 1), {{false, true, batch, OC, C}}, {{true, false, OC, C, batch}}, 0};
-        if (l > 0) f.backward.push_back({false, false, batch, C, OC});
-        layers.push_back(f);
-    }
+    add_linear_products(layers, spec.inputs, widths, batch, false);
     return layers;
 }
 

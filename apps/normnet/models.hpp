@@ -57,6 +57,13 @@ const ModelKind& model_kind(const std::string& name, const std::string& where = 
 /// "mlp or cnn"
 std::string model_choices();
 
+// Pieces the rows share: a stack of Linear layers from `in` features through `widths` (the
+// last is the output), its weights and biases, and its products for the GEMM floor (the input
+// gradient of the first layer only when `input_needs_grad`).
+double linear_stack_parameters(double in, const std::vector<int64_t>& widths);
+void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
+                         bool input_needs_grad);
+
 // The rows (one file each).
 const ModelKind& mlp_model();
 const ModelKind& cnn_model();
