@@ -173,6 +173,7 @@ inline std::vector<std::string> csv_cells(const std::string& line) {
     std::vector<std::string> cells;
     std::istringstream in(line);
     for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.emplace_back();  // getline drops a last empty cell
     return cells;
 }
 

@@ -2,7 +2,8 @@
 """PyTorch interop check: a checkpoint written by `normnet train` loads unchanged into the
 equivalent torch.nn.Sequential and gives the same predictions and test accuracy.
 
-For each normalisation (layer, batch, none, rms) it trains a small run with normnet, evaluates it
+For each normalisation of the MLP (layer, batch, none, rms) and of the CNN (batch, group, layer,
+instance, none) it trains a small run with normnet, evaluates it
 with `normnet eval --predictions`, reads model.safetensors with the minimal numpy parser below
 (no safetensors package), rebuilds the model from the architecture in the file's __metadata__,
 loads the tensors exactly as stored with load_state_dict(strict=True) -- BatchNorm's running
@@ -102,9 +103,9 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def build_model(architecture):
-    """The torch.nn.Sequential equivalent of normnet's model_spec: Linear -> ReLU -> Norm per
-    hidden size, then the output Linear (no Norm module at all with norm "none")."""
+def build_mlp(architecture):
+    """The torch.nn.Sequential equivalent of normnet's MLP (apps/normnet/model_mlp.cpp): Linear ->
+    ReLU -> Norm per hidden size, then the output Linear (no Norm module at all with norm "none")."""
     norms = {"layer": nn.LayerNorm, "batch": nn.BatchNorm1d, "rms": RMSNorm, "none": None}
     expect(architecture.get("norm") in norms, f"unknown norm in {architecture}")
     layers, width = [], architecture["inputs"]
@@ -117,6 +118,41 @@ def build_model(architecture):
     return nn.Sequential(*layers)
 
 
+def build_cnn(architecture):
+    """The torch.nn.Sequential equivalent of normnet's CNN (apps/normnet/model_cnn.cpp): the
+    [N, 784] rows unflattened into images, conv 3x3 (padding 1) -> Norm -> ReLU -> max-pool 2 per
+    channel count, flatten, Linear -> ReLU per fc size, the output Linear. LayerNorm is GroupNorm
+    with one group (Wu and He's definition); InstanceNorm has affine weights."""
+    groups = architecture["groups"]
+    norms = {"batch": lambda c: nn.BatchNorm2d(c), "group": lambda c: nn.GroupNorm(groups, c),
+             "layer": lambda c: nn.GroupNorm(1, c), "instance": lambda c: nn.InstanceNorm2d(c, affine=True),
+             "none": None}
+    expect(architecture.get("norm") in norms, f"unknown norm in {architecture}")
+    channels, height, width = architecture["image"]
+    layers = [nn.Unflatten(1, (channels, height, width))]
+    for c in architecture["channels"]:
+        layers.append(nn.Conv2d(channels, c, 3, padding=1))
+        if norms[architecture["norm"]] is not None:
+            layers.append(norms[architecture["norm"]](c))
+        layers += [nn.ReLU(), nn.MaxPool2d(2)]
+        channels, height, width = c, height // 2, width // 2
+    layers.append(nn.Flatten())
+    features = channels * height * width
+    for size in architecture["fc"]:
+        layers += [nn.Linear(features, size), nn.ReLU()]
+        features = size
+    layers.append(nn.Linear(features, architecture["classes"]))
+    return nn.Sequential(*layers)
+
+
+def build_model(architecture):
+    """The torch model of a normnet checkpoint's architecture metadata."""
+    builders = {"mlp": build_mlp, "cnn": build_cnn}
+    kind = architecture.get("type", "mlp")
+    expect(kind in builders, f"unknown model type in {architecture}")
+    return builders[kind](architecture)
+
+
 def run(command):
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if result.returncode != 0:
@@ -124,14 +160,15 @@ def run(command):
     return result.stdout
 
 
-def check_norm(norm, args, workdir, test_images, test_labels):
-    out = os.path.join(workdir, norm)
+def check_norm(kind, norm, limit, epochs, args, workdir, test_images, test_labels):
+    out = os.path.join(workdir, f"{kind}_{norm}")
+    test_images, test_labels = test_images[:limit], test_labels[:limit]
     common = ["--data", args.data, "--threads", str(args.threads)]
-    run([args.normnet, "train", "--norm", norm, "--limit", str(args.limit), "--epochs", str(args.epochs),
-         "--quiet", "--out", out] + common)
+    run([args.normnet, "train", "--model", kind, "--dataset", "mnist", "--norm", norm, "--limit", str(limit),
+         "--epochs", str(epochs), "--quiet", "--out", out] + common)
     checkpoint = os.path.join(out, "model.safetensors")
     predictions_csv = os.path.join(out, "pred.csv")
-    eval_out = run([args.normnet, "eval", "--checkpoint", checkpoint, "--limit", str(args.limit),
+    eval_out = run([args.normnet, "eval", "--checkpoint", checkpoint, "--limit", str(limit),
                     "--predictions", predictions_csv] + common)
 
     # The checkpoint: PyTorch's names, F32 everywhere except int64 num_batches_tracked.
@@ -193,7 +230,7 @@ def check_norm(norm, args, workdir, test_images, test_labels):
     expect(abs(normnet_loss - loss) < 1e-3, f"test loss: normnet {normnet_loss:.4f}, torch {loss:.4f}")
 
     n = len(test_labels)
-    print(f"  norm {norm:5s}: {len(tensors)} tensors loaded strictly; normnet eval {100 * normnet_correct / n:.2f}% "
+    print(f"  {kind} {norm:8s}: {len(tensors)} tensors loaded strictly; normnet eval {100 * normnet_correct / n:.2f}% "
           f"({normnet_correct}/{n}), torch {100 * torch_correct / n:.2f}% ({torch_correct}/{n}); "
           f"predictions identical for {n - len(mismatches)}/{n}; test loss {normnet_loss:.4f} vs {loss:.4f}")
 
@@ -205,7 +242,10 @@ def main():
     parser.add_argument("--limit", type=int, default=5000)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--norms", default="layer,batch,none,rms")
+    parser.add_argument("--norms", default="layer,batch,none,rms", help="the MLP's normalisations")
+    parser.add_argument("--cnn-norms", default="batch,group,layer,instance,none", help="the CNN's normalisations")
+    parser.add_argument("--cnn-limit", type=int, default=1000, help="training and test images of the CNN runs")
+    parser.add_argument("--cnn-epochs", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
     args = parser.parse_args()
 
@@ -220,26 +260,28 @@ def main():
         return 1
     torch.set_num_threads(args.threads)
     args.train_count = len(read_idx(os.path.join(args.data, "train-labels-idx1-ubyte")))
-    test_images = read_idx(images_path)[:args.limit]
-    test_labels = read_idx(labels_path)[:args.limit].astype(np.int64)
+    test_images = read_idx(images_path)[:max(args.limit, args.cnn_limit)]
+    test_labels = read_idx(labels_path)[:max(args.limit, args.cnn_limit)].astype(np.int64)
 
     print(f"interop: normnet checkpoints in torch {torch.__version__} (numpy {np.__version__}), "
-          f"{args.limit} training / {len(test_labels)} test images, {args.epochs} epochs")
+          f"MLP {args.limit} training and test images, {args.epochs} epochs; CNN {args.cnn_limit}, {args.cnn_epochs}")
     workdir = tempfile.mkdtemp(prefix="normnet_interop_")
     failures = 0
+    cases = [("mlp", norm, args.limit, args.epochs) for norm in args.norms.split(",") if norm] + \
+            [("cnn", norm, args.cnn_limit, args.cnn_epochs) for norm in args.cnn_norms.split(",") if norm]
     try:
-        for norm in args.norms.split(","):
+        for kind, norm, limit, epochs in cases:
             try:
-                check_norm(norm, args, workdir, test_images, test_labels)
+                check_norm(kind, norm, limit, epochs, args, workdir, test_images, test_labels)
             except (Failure, KeyError, ValueError, RuntimeError) as error:
                 failures += 1
-                print(f"  norm {norm:5s}: FAIL: {type(error).__name__}: {error}")
+                print(f"  {kind} {norm:8s}: FAIL: {type(error).__name__}: {error}")
     finally:
         if args.keep:
             print(f"run folders kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    print("interop: PASS" if failures == 0 else f"interop: FAIL ({failures} of {len(args.norms.split(','))} norms)")
+    print("interop: PASS" if failures == 0 else f"interop: FAIL ({failures} of {len(cases)} models and norms)")
     return 0 if failures == 0 else 1
 
 

@@ -30,7 +30,7 @@ TEST_CASE("compare: a 2 x 2 x 1-epoch grid writes every output with the right co
     INFO(r.err);
     REQUIRE(r.status == 0);
     CHECK(r.out.find("\033[") == std::string::npos);  // no progress bar in a pipe
-    CHECK_THAT(r.out, Contains("LayerNorm batch   16") && Contains("BatchNorm batch   64"));
+    CHECK_THAT(r.out, Contains("LayerNorm    batch   16") && Contains("BatchNorm    batch   64"));
 
     const fs::path out = dir / "cmp";
     const auto results = csv_rows(read_file(out / "results.csv"));
@@ -38,7 +38,8 @@ TEST_CASE("compare: a 2 x 2 x 1-epoch grid writes every output with the right co
     const std::vector<std::string> header{"norm", "batch_size", "seed", "lr", "epochs", "final_test_acc", "best_test_acc",
                                           "final_test_loss", "seconds_per_epoch", "train_mode_acc", "eval_mode_acc",
                                           "train_eval_logit_mad", "single_sample_test_acc", "full_batch_test_acc",
-                                          "single_sample_mismatches", "single_sample_consistent"};
+                                          "single_sample_mismatches", "single_sample_consistent",
+                                          "batch_stats_test_acc", "precise_stats_test_acc"};
     CHECK(results[0] == header);
     for (size_t i = 1; i < results.size(); ++i) {
         const auto& row = results[i];
@@ -47,6 +48,8 @@ TEST_CASE("compare: a 2 x 2 x 1-epoch grid writes every output with the right co
         CHECK((acc >= 0.0 && acc <= 1.0));
         CHECK(row[15] == "true");  // batch-of-one eval equals full-batch eval
         if (row[0] == "layer") CHECK(std::stod(row[11]) == 0.0);  // LayerNorm: train mode == eval mode
+        CHECK(row[16].empty() == (row[0] != "batch"));        // BatchNorm's test accuracy with batch statistics...
+        CHECK(row[17].empty() == (row[0] != "batch"));        // ...and with precise population statistics
     }
     const auto curves = csv_rows(read_file(out / "curves.csv"));
     REQUIRE(curves.size() == 5);  // one epoch per run

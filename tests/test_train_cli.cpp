@@ -433,7 +433,7 @@ TEST_CASE("cli: BatchNorm drops a last batch of one sample, the other norms keep
     data->images = {.count = 33, .rows = 28, .cols = 28, .pixels = std::vector<uint8_t>(33 * 784, 7)};
     for (int i = 0; i < 33; ++i) data->labels.push_back(static_cast<uint8_t>(i % 10));
     normnet::cli::RunConfig config;
-    config.model.hidden = {8};
+    config.model.sizes["hidden"] = {8};
     config.batch_size = 32;
     config.epochs = 1;
     config.threads = 1;

@@ -20,9 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "models.hpp"
 #include "normnet/normnet.hpp"
-#include "ops/gemm.hpp"
-#include "parallel.hpp"
 
 namespace {
 
@@ -80,52 +79,10 @@ std::pair<double, double> time_two(double budget, const std::function<void(const
     return {median(first), median(second)};
 }
 
-// ---- the GEMM floor: the lowered products alone ---------------------------------------------
+// ---- the GEMM floor: the lowered products alone (apps/normnet/gemm_floor.hpp, the CNN's
+// products from its registry row, as `normnet bench --model cnn` times them) ----------------
 
-// One sgemm shape: C [M, N] (+)= op(A) [M, K] @ op(B) [K, N].
-struct Product {
-    bool ta, tb;
-    int64_t M, N, K;
-};
-
-// Operands for a product, allocated once.
-struct Operands {
-    std::vector<float> a, b, c;
-    explicit Operands(const Product& p)
-        : a(static_cast<size_t>(p.M * p.K), 0.5f), b(static_cast<size_t>(p.K * p.N), 0.25f),
-          c(static_cast<size_t>(p.M * p.N), 0.0f) {}
-    void run(const Product& p) {
-        detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, a.data(), p.ta ? p.M : p.K, b.data(), p.tb ? p.K : p.N, 0.0f,
-                     c.data(), p.N);
-    }
-};
-
-// A layer's products of one pass: `per_image` ones repeated for each of `images` images, the
-// images split between the threads (as conv2d does), or whole-batch ones split by gemm itself.
-struct FloorPass {
-    std::vector<Product> products;
-    int64_t images = 0;  // 0: whole-batch products (linear)
-    std::vector<std::vector<Operands>> ops;  // per thread
-
-    FloorPass(std::vector<Product> p, int64_t n) : products(std::move(p)), images(n) {
-        const int threads = images > 0 ? std::max(1, get_num_threads()) : 1;
-        for (int t = 0; t < threads; ++t) {
-            ops.emplace_back();
-            for (const Product& q : products) ops.back().emplace_back(q);
-        }
-    }
-    void run() {
-        if (images == 0) {
-            for (size_t i = 0; i < products.size(); ++i) ops[0][i].run(products[i]);
-            return;
-        }
-        detail::parallel_for_chunks(images, 1, [&](int chunk, int64_t b, int64_t e) {
-            for (int64_t n = b; n < e; ++n) {
-                for (size_t i = 0; i < products.size(); ++i) ops[static_cast<size_t>(chunk)][i].run(products[i]);
-            }
-        });
-    }
-};
+using cli::FloorPass;
 
 // ---- the model -------------------------------------------------------------------------------
 
@@ -237,17 +194,17 @@ void bench_batch(int64_t B, const std::string& norm, double budget, bool step_on
     MaxPool2d pool(2);
 
     // The lowered products of each layer, as conv2d and linear run them (conv1's input needs
-    // no gradient, so its backward is the weight product alone).
-    FloorPass conv1_f({{false, false, 32, 784, 9}}, B), conv1_b({{false, true, 32, 9, 784}}, B);
-    FloorPass conv2_f({{false, false, 64, 196, 288}}, B),
-        conv2_b({{false, true, 64, 288, 196}, {true, false, 288, 196, 64}}, B);
-    FloorPass fc1_f({{false, true, B, 128, 3136}}, 0),
-        fc1_b({{false, false, B, 3136, 128}, {true, false, 128, 3136, B}}, 0);
-    FloorPass fc2_f({{false, true, B, 10, 128}}, 0), fc2_b({{false, false, B, 128, 10}, {true, false, 10, 128, B}}, 0);
-    const std::vector<FloorPass*> passes{&conv1_f, &conv1_b, &conv2_f, &conv2_b, &fc1_f, &fc1_b, &fc2_f, &fc2_b};
+    // no gradient, so its backward is the weight product alone): the registry row's list.
+    cli::ModelSpec spec = cli::ModelSpec::defaults("cnn");
+    spec.norm = norm;
+    std::vector<FloorPass> passes;
+    for (const cli::FloorLayer& l : spec.kind().gemm_products(spec, B)) {
+        passes.emplace_back(l.forward, l.images);
+        passes.emplace_back(l.backward, l.images);
+    }
     const double slice = budget / 14.0;  // 8 floor passes (a quarter slice each), 10 layers, the step
     std::vector<double> floor;
-    for (FloorPass* p : passes) floor.push_back(time_it(slice / 4, [p] { p->run(); }));
+    for (FloorPass& p : passes) floor.push_back(time_it(slice / 4, [&p] { p.run(); }));
 
     Step step(cnn, B);
     if (step_only) {

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "normnet/error.hpp"
 
@@ -39,6 +42,28 @@ void as_usage_error(F&& f) {
 }
 
 struct RunConfig;
+struct ModelSpec;
+/// The option `flag` of RunConfig's field table (run_config.hpp) into its field of c, with the
+/// table's help unless `help` is given, its choices and its default shown.
+CLI::Option* add_config_option(CLI::App& cmd, RunConfig& c, const std::string& flag, const std::string& help = "");
+/// Copies into c the fields whose options were given on cmd's command line (from `given`, the
+/// config CLI11 parsed into): how a resumed run, or a model's own recipe, takes the options given.
+void take_given_options(RunConfig& c, const RunConfig& given, const CLI::App& cmd);
+/// The config of a fresh run of model `type`: RunConfig's defaults, the model's default sizes
+/// and normalisation, then its registry row's recipe.
+RunConfig recipe_config(const std::string& type);
+
+/// --model and every model's size options (--hidden, --channels, ...), as text until the model is known.
+struct ModelArgs {
+    std::string type = "mlp";
+    std::map<std::string, std::string> values;  // flag -> text given
+};
+void add_model_options(CLI::App& cmd, ModelArgs& m);
+std::vector<std::string> names_of_models();
+/// `base`, or the defaults of the model --model names when it is another, with the size
+/// options given on the command line; throws normnet::Error naming an option the model lacks.
+ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const ModelSpec& base);
+
 /// --dataset, --data, --limit and --threads into c.
 void add_data_options(CLI::App& cmd, RunConfig& c);
 /// --optimizer, --momentum, --weight-decay, --schedule, --warmup and --clip into c (not --lr,

@@ -2,6 +2,7 @@
 // from the same seed (identical initial Linear weights for every normalisation, identical data
 // order for a given batch size) and reports accuracy, batch-size sensitivity, the train/eval
 // discrepancy and time, as CSV, Markdown and SVG charts.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "batch_statistics.hpp"
+#include "batch_size_report.hpp"
 #include "commands.hpp"
+#include "compare_world.hpp"
+#include "models.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
 #include "svg_chart.hpp"
@@ -24,7 +29,7 @@ struct CompareArgs {
     RunConfig base;
     std::string norms = "layer,batch,none";
     std::string batch_sizes = "4,16,64,256";
-    std::string hidden = "300,100";
+    ModelArgs model;
     std::string lr_scaling = "none";  // none | linear | sqrt
     int64_t reference_batch = 128;
     int seeds = 1;
@@ -32,11 +37,17 @@ struct CompareArgs {
     std::string out;
     bool overwrite = false;
     std::string command_line;
+    int64_t train_images = 0;  // after --limit
+    std::string worlds = "1";           // data-parallel axis (compare_world.hpp)
+    std::string bn_sync_modes = "local,sync";
 };
 
+// Epochs per run unless --epochs says otherwise.
+constexpr int64_t kCompareEpochs = 5;
+
 // The files compare writes, in its output folder.
-const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "report.md", "accuracy_vs_batch.svg",
-                                             "test_acc_curves.svg"};
+const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "report.md", "world.csv",
+                                             "accuracy_vs_batch.svg", "test_acc_curves.svg", "error_vs_batch.svg"};
 
 // Everything measured for one (norm, batch size, seed) run.
 struct RunResult {
@@ -48,6 +59,10 @@ struct RunResult {
     double train_mode_acc = 0, eval_mode_acc = 0, logit_mad = 0;  // train/eval discrepancy
     double single_sample_acc = 0, full_batch_acc = 0;
     int64_t single_sample_mismatches = 0;  // predictions that differ between batch 1 and full batch
+    // Normalisations with batch statistics only (NaN otherwise): test accuracy with each test
+    // batch's own statistics (training mode, batches of the run's size), and with precise
+    // population statistics recomputed over the discrepancy images.
+    double batch_stats_test_acc = NAN, precise_test_acc = NAN;
     bool consistent() const { return single_sample_acc == full_batch_acc; }
     const EpochMetrics& last() const { return curve.back(); }
     double best_test_acc() const {
@@ -61,13 +76,6 @@ struct RunResult {
         return total / static_cast<double>(curve.size());
     }
 };
-
-std::string norm_label(const std::string& norm) {
-    if (norm == "layer") return "LayerNorm";
-    if (norm == "batch") return "BatchNorm";
-    if (norm == "rms") return "RMSNorm";
-    return "no norm";
-}
 
 double scaled_lr(const CompareArgs& a, int64_t batch) {
     const double ratio = static_cast<double>(batch) / static_cast<double>(a.reference_batch);
@@ -108,12 +116,10 @@ double accuracy_of(const Tensor& logits, const Dataset& data) {
 void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<const Dataset>& train_subset,
                          const std::shared_ptr<const Dataset>& test) {
     Sequential& model = trainer.model();
-    std::vector<Tensor> saved;
-    for (const Tensor& b : model.buffers()) saved.push_back(b.clone());
+    SavedBuffers saved(model);
     model.train();
     const Tensor train_logits = logits_of(model, train_subset, r.batch);
-    auto buffers = model.buffers();
-    for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved[i]);
+    saved.restore();
     model.eval();
     const Tensor eval_logits = logits_of(model, train_subset, r.batch);  // same batches: only the mode differs
     r.train_mode_acc = accuracy_of(train_logits, *train_subset);
@@ -129,6 +135,15 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<c
     r.full_batch_acc = full.accuracy;
     r.single_sample_acc = single.accuracy;
     for (size_t n = 0; n < full.predictions.size(); ++n) r.single_sample_mismatches += full.predictions[n] != single.predictions[n];
+
+    if (!uses_batch_statistics(r.norm)) return;
+    model.train();
+    r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch), *test);
+    saved.restore();
+    recompute_population_statistics(model, *train_subset);
+    r.precise_test_acc = trainer.evaluate(*test).accuracy;
+    saved.restore();
+    model.eval();
 }
 
 struct Summary {
@@ -179,14 +194,16 @@ std::string results_csv(const std::vector<RunResult>& runs) {
     std::string csv =
         "norm,batch_size,seed,lr,epochs,final_test_acc,best_test_acc,final_test_loss,seconds_per_epoch,"
         "train_mode_acc,eval_mode_acc,train_eval_logit_mad,single_sample_test_acc,full_batch_test_acc,"
-        "single_sample_mismatches,single_sample_consistent\n";
+        "single_sample_mismatches,single_sample_consistent,batch_stats_test_acc,precise_stats_test_acc\n";
     for (const auto& r : runs) {
         char row[512];
-        std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s\n",
+        const auto optional = [](double v) { return std::isnan(v) ? std::string() : fmt("%.6f", v); };
+        std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s,%s,%s\n",
                       r.norm.c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
                       r.curve.size(), r.last().test_acc, r.best_test_acc(), r.last().test_loss, r.seconds_per_epoch(),
                       r.train_mode_acc, r.eval_mode_acc, r.logit_mad, r.single_sample_acc, r.full_batch_acc,
-                      static_cast<long long>(r.single_sample_mismatches), r.consistent() ? "true" : "false");
+                      static_cast<long long>(r.single_sample_mismatches), r.consistent() ? "true" : "false",
+                      optional(r.batch_stats_test_acc).c_str(), optional(r.precise_test_acc).c_str());
         csv += row;
     }
     return csv;
@@ -211,11 +228,7 @@ std::string curves_csv(const std::vector<RunResult>& runs) {
 template <class F>
 std::string grid_table(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                        const std::vector<int64_t>& batches, F cell) {
-    std::string t = "| normalisation |";
-    for (int64_t b : batches) t += " batch " + std::to_string(b) + " |";
-    t += "\n|---|";
-    for (size_t i = 0; i < batches.size(); ++i) t += "---:|";
-    t += "\n";
+    std::string t = batch_table_head(batches);
     for (const auto& n : norms) {
         t += "| " + norm_label(n) + " |";
         for (int64_t b : batches) t += " " + cell(runs, n, b) + " |";
@@ -229,12 +242,6 @@ std::string accuracy_table(const std::vector<RunResult>& runs, const std::vector
     return grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
         return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.last().test_acc; }), seeds);
     });
-}
-
-// The architecture without its normalisation, which varies between runs: "784-300-100-10 MLP".
-std::string architecture(const ModelSpec& spec) {
-    std::string s = spec.str();
-    return s.substr(0, s.rfind(' ')) + " MLP";
 }
 
 // The configuration that really ran: the base options, with the grid in place of the one
@@ -254,17 +261,75 @@ std::string grid_config_json(const CompareArgs& a, const std::vector<std::string
     return j.dump(2);
 }
 
+// Test error per cell (1 - final test accuracy), for the paper's view of the grid.
+ErrorGrid error_grid(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                     const std::vector<int64_t>& batches, int seeds) {
+    ErrorGrid g{norms, batches, {}, seeds};
+    for (const auto& n : norms) {
+        g.error.emplace_back();
+        for (int64_t b : batches) {
+            const Summary s = summarize(runs, n, b, [](const RunResult& r) { return 1 - r.last().test_acc; });
+            g.error.back().push_back({s.n ? s.mean : NAN, s.std, s.n});
+        }
+    }
+    return g;
+}
+
+// BatchNorm's error with running, precise and batch statistics per batch size (the first
+// normalisation of the grid that uses batch statistics).
+BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                                  const std::vector<int64_t>& batches, int seeds) {
+    BatchNormErrors e;
+    e.seeds = seeds;
+    const auto bn = std::find_if(norms.begin(), norms.end(), [](const std::string& n) { return uses_batch_statistics(n); });
+    if (bn == norms.end()) return e;
+    const auto cell = [&](int64_t b, auto value) {
+        const Summary s = summarize(runs, *bn, b, value);
+        return CellStat{s.n ? s.mean : NAN, s.std, s.n};
+    };
+    for (int64_t b : batches) {
+        if (cell_runs(runs, *bn, b).empty()) continue;
+        e.batches.push_back(b);
+        e.running.push_back(cell(b, [](const RunResult& r) { return 1 - r.last().test_acc; }));
+        e.precise.push_back(cell(b, [](const RunResult& r) { return 1 - r.precise_test_acc; }));
+        e.batch_stats.push_back(cell(b, [](const RunResult& r) { return 1 - r.batch_stats_test_acc; }));
+    }
+    return e;
+}
+
 std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                       const std::vector<int64_t>& batches, double total_seconds, const std::string& incomplete) {
     const int seeds = a.seeds;
     std::string md = "# normnet compare: normalisation x batch size\n\n";
     if (!incomplete.empty()) md += "**Incomplete:** " + incomplete + "\n\n";
-    md += "Model " + architecture(a.base.model) + " with each normalisation after each hidden ReLU, dataset " + a.base.dataset +
+    const bool conv = a.base.model.kind().site == NormSite::channels;
+    md += "Model " + a.base.model.architecture() + " with each normalisation after each " +
+          (conv ? "convolution" : "hidden ReLU") + ", dataset " + a.base.dataset +
           ", " + std::to_string(a.base.epochs) + " epochs, " + a.base.optimizer + " lr " + fmt("%g", a.base.lr) +
           " (scaling: " + a.lr_scaling + ", reference batch " + std::to_string(a.reference_batch) + "), schedule " +
           a.base.schedule + ", " + std::to_string(seeds) + " seed(s) from " + std::to_string(a.base.seed) +
-          ". Every run of a seed starts from identical Linear weights and sees the data in the same order for a "
-          "given batch size.\n\n";
+          ". Every run of a seed starts from identical initial weights (the normalisation layers draw no random "
+          "numbers) and sees the data in the same order for a given batch size.\n\n";
+    const ErrorGrid grid = error_grid(runs, norms, batches, seeds);
+    const BatchNormErrors bn = batch_norm_errors(runs, norms, batches, seeds);
+    md += std::string("## Test error against batch size (%") + (seeds > 1 ? ", mean ± std over seeds" : "") +
+          "), as in Wu and He's Figure 1\n\n";
+    md += error_table_md(grid) + "\n![test error vs batch size](error_vs_batch.svg)\n\n";
+    md += "### The paper's numbers (ResNet-50, ImageNet, validation error %)\n\n" + paper_table_md() + "\n";
+    md += "### What this run shows\n\n" +
+          findings_md(grid, bn,
+                      a.base.model.architecture() + " on " + std::to_string(a.train_images) + " " +
+                          a.base.dataset + " training images for " + plural(a.base.epochs, "epoch")) +
+          "\n";
+    if (!bn.batches.empty()) {
+        md += "### BatchNorm evaluated three ways (test error %, mean over seeds)\n\n"
+              "Running statistics: the usual eval mode. Precise statistics: each BatchNorm layer's mean and variance "
+              "recomputed over the first " + std::to_string(a.discrepancy_images) +
+              " training images under the final weights, layer by layer. Batch statistics: the test set in training "
+              "mode, in batches of the run's size. The gap between the first two is the train/eval mismatch of the "
+              "running averages; what remains at small batches comes from training on noisy batch statistics.\n\n" +
+              batch_norm_table_md(bn) + "\n";
+    }
     md += std::string("## Final test accuracy (%") + (seeds > 1 ? ", mean ± std over seeds" : "") + ")\n\n";
     md += accuracy_table(runs, norms, batches, seeds) + "\n";
     md += "## Best test accuracy over epochs (%)\n\n";
@@ -274,9 +339,9 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     md += "## Train/eval discrepancy\n\n";
     md += "The first " + std::to_string(a.discrepancy_images) +
           " training images through the final model in training mode (batches of the run's size; running "
-          "statistics restored afterwards) and in eval mode. LayerNorm, RMSNorm and no normalisation behave the "
-          "same in both modes, so their difference is zero by construction; for BatchNorm it measures how far the "
-          "running statistics are from the batch statistics.\n\n";
+          "statistics restored afterwards) and in eval mode. The normalisations without batch statistics behave "
+          "the same in both modes, so their difference is zero by construction; for BatchNorm it measures how far "
+          "the running statistics are from the batch statistics.\n\n";
     md += "| normalisation | batch | train-mode acc % | eval-mode acc % | mean abs logit difference |\n|---|---:|---:|---:|---:|\n";
     for (const auto& n : norms) {
         for (int64_t b : batches) {
@@ -377,22 +442,45 @@ RunConfig run_config(const CompareArgs& a, const std::string& norm, int64_t batc
 
 void write_outputs(const std::string& dir, const CompareArgs& a, const std::vector<RunResult>& runs,
                    const std::vector<std::string>& norms, const std::vector<int64_t>& batches, double total,
-                   const std::string& incomplete) {
+                   const std::string& incomplete, const std::vector<WorldRun>& world_runs = {}) {
     const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
     write_file_atomic(path("results.csv"), results_csv(runs));
     write_file_atomic(path("curves.csv"), curves_csv(runs));
     write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
     write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.base.dataset));
-    write_file_atomic(path("report.md"), report_md(a, runs, norms, batches, total, incomplete));
+    write_file_atomic(path("error_vs_batch.svg"),
+                      error_chart_svg(error_grid(runs, norms, batches, a.seeds),
+                                      "Test error vs batch size (" + a.base.model.architecture() + ", " + a.base.dataset +
+                                          (a.seeds > 1 ? ", mean ± std over " + std::to_string(a.seeds) + " seeds)" : ")")));
+    std::string world_section;
+    if (!world_runs.empty()) {
+        write_file_atomic(path("world.csv"), world_csv(world_runs));
+        world_section = world_report_md(world_runs, [&](const std::string& norm, int64_t batch, uint64_t seed) {
+            for (const RunResult& r : runs) {
+                if (r.norm == norm && r.batch == batch && r.seed == seed) return std::optional<double>(r.last().test_acc);
+            }
+            return std::optional<double>();
+        });
+    }
+    write_file_atomic(path("report.md"), report_md(a, runs, norms, batches, total, incomplete) + world_section);
 }
 
-void run_compare(CompareArgs& a) {
+void run_compare(CompareArgs& a, const CLI::App& cmd) {
     std::vector<std::string> norms;
     std::vector<int64_t> batches;
+    std::vector<int> worlds;
+    std::vector<std::string> modes;
     as_usage_error([&] {
-        norms = parse_norm_list(a.norms);
+        worlds = parse_world_list(a.worlds);
+        modes = parse_bn_sync_list(a.bn_sync_modes);
+        // The model's recipe (dataset, lr...) with compare's own epochs, then the options given.
+        RunConfig base = recipe_config(a.model.type);
+        base.epochs = kCompareEpochs;
+        take_given_options(base, a.base, cmd);
+        base.model = model_from_options(a.model, cmd, base.model);
+        a.base = base;
+        norms = parse_norm_list(a.norms, a.base.model.kind().site, a.base.model.type);
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
-        a.base.model.hidden = parse_size_list(a.hidden, "--hidden");
         NORMNET_CHECK(a.seeds > 0 && a.seeds <= 1000, "--seeds: must be in [1, 1000], got ", a.seeds);
         NORMNET_CHECK(a.lr_scaling == "none" || a.lr_scaling == "linear" || a.lr_scaling == "sqrt", "--lr-scaling: unknown '",
               a.lr_scaling, "' (expected none, linear or sqrt)");
@@ -407,6 +495,7 @@ void run_compare(CompareArgs& a) {
     const auto train = load_split(a.base, "train");
     const auto test = load_split(a.base, "test");
     const auto train_subset = std::make_shared<const Dataset>(take(*train, a.discrepancy_images));
+    a.train_images = train->size();
     // Every run's schedule must fit its batches (--warmup): found now, not after hours of runs.
     for (const auto& norm : norms) {
         for (int64_t batch : batches) Trainer(run_config(a, norm, batch, 0), train, test);
@@ -426,6 +515,7 @@ void run_compare(CompareArgs& a) {
     const auto start = std::chrono::steady_clock::now();
     const auto stop = [] { return StopOnSignal::requested() != 0; };
     std::vector<RunResult> runs;
+    std::vector<WorldRun> world_runs;
     int64_t epochs_done = 0;
     for (int s = 0; s < a.seeds && !stop(); ++s) {
         for (size_t b = 0; b < batches.size() && !stop(); ++b) {
@@ -446,8 +536,17 @@ void run_compare(CompareArgs& a) {
                 if (stop()) break;  // an unfinished run is left out of the results
                 measure_discrepancy(trainer, r, train_subset, test);
                 runs.push_back(r);
+                for (WorldRun& w : run_world_cell(c, worlds, modes, dir, stop)) {
+                    if (!tty) {
+                        std::printf("  %s batch %lld over %d processes (%s): %s\n", norm_label(r.norm).c_str(),
+                                    static_cast<long long>(r.batch), w.world, w.config.bn_sync.c_str(),
+                                    w.failure.empty() ? ("test acc " + fmt("%.2f", 100 * w.curve.back().test_acc) + "%").c_str()
+                                                      : ("failed: " + w.failure).c_str());
+                    }
+                    world_runs.push_back(std::move(w));
+                }
                 if (!tty) {
-                    std::printf("%-9s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
+                    std::printf("%-12s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
                                 norm_label(r.norm).c_str(), static_cast<long long>(r.batch),
                                 static_cast<unsigned long long>(r.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
@@ -468,9 +567,14 @@ void run_compare(CompareArgs& a) {
                                                  finished, "; their results are in ", dir,
                                                  "/ (report.md marked incomplete); run it again with --overwrite to redo the grid"));
     }
-    write_outputs(dir, a, runs, norms, batches, total, "");
+    write_outputs(dir, a, runs, norms, batches, total, "", world_runs);
     std::printf("\nFinal test accuracy (%%):\n\n%s\n", accuracy_table(runs, norms, batches, a.seeds).c_str());
-    std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg in %s\n", dir.c_str(),
+    if (batches.size() > 1) {
+        std::printf("Test error (%%) against batch size, as Wu and He's Figure 1:\n\n%s\n",
+                    error_table_md(error_grid(runs, norms, batches, a.seeds)).c_str());
+    }
+    std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg, error_vs_batch.svg in %s\n",
+                dir.c_str(),
                 format_duration(total).c_str());
     int64_t failures = 0;
     for (const auto& r : runs) failures += r.consistent() ? 0 : 1;
@@ -483,21 +587,28 @@ void run_compare(CompareArgs& a) {
 void add_compare_command(CLI::App& app) {
     auto a = std::make_shared<CompareArgs>();
     RunConfig& c = a->base;
-    c.epochs = 5;
+    c.epochs = kCompareEpochs;
     CLI::App* cmd = app.add_subcommand("compare", "Train under several normalisations and batch sizes and compare them");
-    cmd->add_option("--norms", a->norms, "Normalisations: any of layer,batch,rms,none")->capture_default_str();
+    cmd->add_option("--norms", a->norms, "Normalisations, comma-separated: mlp any of " + norm_choices(NormSite::features, ",") +
+                                             "; cnn any of " + norm_choices(NormSite::channels, ","))
+        ->capture_default_str();
     cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated")->capture_default_str();
-    cmd->add_option("--epochs", c.epochs, "Epochs per run")->capture_default_str();
-    cmd->add_option("--hidden", a->hidden, "Hidden layer sizes, comma-separated")->capture_default_str();
+    add_config_option(*cmd, c, "--epochs", "Epochs per run");
+    add_model_options(*cmd, a->model);
     cmd->add_option("--seeds", a->seeds, "Repeats with seeds seed, seed+1, ... (reported as mean ± std)")->capture_default_str();
-    cmd->add_option("--lr", c.lr, "Learning rate at the reference batch size")->capture_default_str();
+    add_config_option(*cmd, c, "--lr", "Learning rate at the reference batch size");
     cmd->add_option("--lr-scaling", a->lr_scaling, "Scale the lr with batch/reference: none, linear or sqrt")
         ->check(CLI::IsMember({"none", "linear", "sqrt"}))->capture_default_str();
     cmd->add_option("--reference-batch", a->reference_batch, "Batch size at which --lr applies unscaled")->check(kSizeRange)->capture_default_str();
     add_optimizer_options(*cmd, c);
-    cmd->add_option("--seed", c.seed, "First seed")->check(kNonNegative)->capture_default_str();
+    add_config_option(*cmd, c, "--seed", "First seed");
     add_data_options(*cmd, c);
     cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images used for the train/eval discrepancy")->capture_default_str();
+    cmd->add_option("--world", a->worlds,
+                    "Also train every run with these numbers of processes (mpirun -np W children of this program), "
+                    "e.g. 1,2,4; the batch size is the global batch")->capture_default_str();
+    cmd->add_option("--bn-sync", a->bn_sync_modes, "BatchNorm modes of the --world runs: local and/or sync")
+        ->capture_default_str();
     cmd->add_option("--out", a->out, "Output folder (default: compare)");
     cmd->add_flag("--overwrite", a->overwrite, "Replace the results already in --out");
     cmd->callback([a, cmd] {
@@ -506,7 +617,7 @@ void add_compare_command(CLI::App& app) {
             if (o->count() == 0 || o->get_name() == "--help") continue;
             a->command_line += " " + o->get_name() + (o->get_expected_min() == 0 ? "" : " " + o->as<std::string>());
         }
-        run_compare(*a);
+        run_compare(*a, *cmd);
     });
 }
 

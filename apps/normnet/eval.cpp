@@ -78,7 +78,7 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--checkpoint", args->checkpoint, "A model.safetensors written by normnet train, or its run folder")
         ->required();
     cmd->add_option("--dataset", args->dataset, "mnist or fashion-mnist (default: the checkpoint's)")
-        ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+        ->check(CLI::IsMember(dataset_names()));
     cmd->add_option("--data", args->data_dir, "Dataset folder");
     cmd->add_option("--split", args->split, "test or train")->check(CLI::IsMember({"test", "train"}))->capture_default_str();
     cmd->add_option("--predictions", args->predictions, "Also write index,label,predicted for every image to this CSV");

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "normnet/error.hpp"
+#include "replicas.hpp"
 #include "signals.hpp"
 
 namespace {
@@ -69,6 +70,10 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Under mpirun every rank runs this program; errors name the rank and end the whole job.
+    using normnet::cli::failed;
+    const auto prefix = [] { return normnet::cli::error_prefix(); };
+    normnet::cli::Replicas::from_environment();
     CLI::App app{"normnet: train and compare small neural networks on a CPU"};
     app.set_version_flag("--version", std::string("normnet ") + NORMNET_VERSION);
     app.require_subcommand(1);
@@ -86,22 +91,22 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "normnet: error: %s\n", usage_message(app, e).c_str());
-        return normnet::cli::kUsageError;
+        std::fprintf(stderr, "%s%s\n", prefix().c_str(), usage_message(app, e).c_str());
+        return failed(normnet::cli::kUsageError);
     } catch (const normnet::cli::UsageError& e) {
-        std::fprintf(stderr, "normnet: error: %s\n", e.what());
-        return normnet::cli::kUsageError;
+        std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+        return failed(normnet::cli::kUsageError);
     } catch (const normnet::cli::Interrupted& stopped) {
         std::fprintf(stderr, "%s\n", stopped.message.c_str());
-        return 128 + stopped.signal;
+        return failed(128 + stopped.signal);
     } catch (const std::bad_alloc&) {
         // Sizes are checked against files and limits before anything big is allocated; this is
         // what is left: the machine itself is short of memory.
-        std::fprintf(stderr, "normnet: error: out of memory\n");
-        return 1;
+        std::fprintf(stderr, "%sout of memory\n", prefix().c_str());
+        return failed(1);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "normnet: error: %s\n", e.what());
-        return 1;
+        std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+        return failed(1);
     }
     return 0;
 }

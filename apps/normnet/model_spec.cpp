@@ -1,38 +1,77 @@
-// ModelSpec: text forms and building the Sequential model it describes.
+// ModelSpec: text forms and checks, through the registry row of its type.
 #include "model_spec.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "models.hpp"
+
 namespace normnet::cli {
 
-std::string ModelSpec::str() const {
-    std::string s = std::to_string(inputs);
-    for (int64_t h : hidden) s.append("-").append(std::to_string(h));  // append: GCC 12 warns falsely on "-" + str
-    return s.append("-").append(std::to_string(classes)).append(" ").append(norm);
+ModelSpec ModelSpec::defaults(const std::string& type) {
+    const ModelKind& k = model_kind(type);
+    ModelSpec s;
+    s.type = k.name;
+    s.norm = k.default_norm;
+    s.sizes.clear();
+    for (const ModelOption& o : k.options) s.sizes[o.key] = o.defaults;
+    return s;
 }
 
+const ModelKind& ModelSpec::kind() const { return model_kind(type, "model type"); }
+
+const std::vector<int64_t>& ModelSpec::size(const std::string& key) const {
+    const auto it = sizes.find(key);
+    NORMNET_CHECK(it != sizes.end(), "the ", type, " model has no size '", key, "'");
+    return it->second;
+}
+
+std::string ModelSpec::str() const { return kind().describe(*this) + " " + norm; }
+
+std::string ModelSpec::architecture() const { return kind().describe(*this) + (type == "mlp" ? " MLP" : ""); }
+
 std::string ModelSpec::to_json() const {
-    return nlohmann::json{{"type", "mlp"}, {"inputs", inputs}, {"hidden", hidden}, {"classes", classes}, {"norm", norm}}
-        .dump();
+    nlohmann::ordered_json j{{"type", type}, {"inputs", inputs}};
+    for (const ModelOption& o : kind().options) {
+        const auto& v = size(o.key);
+        if (o.scalar) {
+            j[o.key] = v.at(0);
+        } else {
+            j[o.key] = v;
+        }
+    }
+    j["classes"] = classes;
+    j["norm"] = norm;
+    return j.dump();
 }
 
 ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where) {
     ModelSpec s;
     try {
         const auto j = nlohmann::json::parse(text);
+        NORMNET_CHECK(j.is_object(), "not a JSON object");
+        // Checkpoints from before the registry had no other type than the MLP's.
+        s = defaults(j.contains("type") ? j.at("type").get<std::string>() : "mlp");
         // Sizes must be JSON integers: get<int64_t>() of 1e300 would be undefined behaviour.
         const auto size = [&](const nlohmann::json& v) {
             NORMNET_CHECK(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() > 0) &&
-                      v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWidth),
-                  "layer size ", v.dump(), " is not an integer in [1, ", kMaxWidth, "]");
+                              v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWidth),
+                          "layer size ", v.dump(), " is not an integer in [1, ", kMaxWidth, "]");
             return v.get<int64_t>();
         };
         s.inputs = size(j.at("inputs"));
-        s.hidden.clear();
-        NORMNET_CHECK(j.at("hidden").is_array(), "hidden is not a list");
-        for (const auto& h : j.at("hidden")) s.hidden.push_back(size(h));
+        for (const ModelOption& o : s.kind().options) {
+            std::vector<int64_t>& v = s.sizes[o.key];
+            const nlohmann::json& given = j.at(o.key);
+            v.clear();
+            if (o.scalar) {
+                v.push_back(size(given));
+            } else {
+                NORMNET_CHECK(given.is_array(), o.key, " is not a list");
+                for (const auto& h : given) v.push_back(size(h));
+            }
+        }
         s.classes = size(j.at("classes"));
         s.norm = j.at("norm").get<std::string>();
     } catch (const std::exception& e) {
@@ -43,30 +82,31 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where
 }
 
 void ModelSpec::validate(const std::string& where) const {
+    const ModelKind& k = kind();
     const auto in_range = [](int64_t v) { return v >= 1 && v <= kMaxWidth; };
-    NORMNET_CHECK(in_range(inputs) && in_range(classes) && std::all_of(hidden.begin(), hidden.end(), in_range), where,
-          ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
-    NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), norm) != kNorms.end(), where, ": unknown normalisation '", norm,
-          "' (expected layer, batch, rms or none)");
-    const double params = linear_parameters();
+    bool sizes_ok = in_range(inputs) && in_range(classes);
+    for (const ModelOption& o : k.options) {
+        const auto it = sizes.find(o.key);
+        NORMNET_CHECK(it != sizes.end() && !it->second.empty() && (!o.scalar || it->second.size() == 1), where, ": ",
+                      o.flag.empty() ? o.key : o.flag, o.scalar ? " must be one size" : " must list at least one size");
+        sizes_ok = sizes_ok && std::all_of(it->second.begin(), it->second.end(), in_range);
+    }
+    NORMNET_CHECK(sizes_ok, where, ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
+    const NormKind& n = norm_kind(norm, where);
+    NORMNET_CHECK(std::find(n.sites.begin(), n.sites.end(), k.site) != n.sites.end(), where, ": normalisation '", norm,
+                  "' does not apply to --model ", type, " (expected ", norm_choices(k.site), ")");
+    k.check(*this, where);
+    const double params = parameters();
     NORMNET_CHECK(params <= kMaxParameters, where, ": the model ", str(), " would have ", count_text(params),
-          " parameters, more than the ", count_text(kMaxParameters), " normnet builds");
+                  " parameters, more than the ", count_text(kMaxParameters), " normnet builds");
 }
+
+double ModelSpec::parameters() const { return kind().parameters(*this); }
 
 std::string count_text(double n) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.0f", n);
     return buf;
-}
-
-double ModelSpec::linear_parameters() const {
-    double total = 0;
-    double width = static_cast<double>(inputs);
-    for (int64_t h : hidden) {
-        total += (width + 1) * static_cast<double>(h);
-        width = static_cast<double>(h);
-    }
-    return total + (width + 1) * static_cast<double>(classes);
 }
 
 namespace {
@@ -76,7 +116,8 @@ std::string trimmed(const std::string& s) {
     return first == std::string::npos ? "" : s.substr(first, last - first + 1);
 }
 
-// The items of a comma-separated list, each with surrounding spaces removed.
+}  // namespace
+
 std::vector<std::string> list_items(const std::string& text) {
     std::vector<std::string> items;
     size_t start = 0;
@@ -87,8 +128,6 @@ std::vector<std::string> list_items(const std::string& text) {
         start = comma + 1;
     }
 }
-
-}  // namespace
 
 std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option) {
     std::vector<int64_t> out;
@@ -101,39 +140,16 @@ std::vector<int64_t> parse_size_list(const std::string& text, const std::string&
             used = 0;
         }
         NORMNET_CHECK(!item.empty() && item[0] != '+' && used == item.size() && v > 0, option, ": '", text,
-              "' is not a comma-separated list of positive integers (e.g. 300,100)");
+                      "' is not a comma-separated list of positive integers (e.g. 300,100)");
         NORMNET_CHECK(v <= kMaxWidth, option, ": ", item, " is too large (at most ", kMaxWidth, ")");
         out.push_back(v);
     }
     return out;
 }
 
-std::vector<std::string> parse_norm_list(const std::string& text) {
-    std::vector<std::string> out;
-    for (const std::string& item : list_items(text)) {
-        NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), item) != kNorms.end(), "--norms: unknown normalisation '", item,
-              "' in '", text, "' (expected any of layer,batch,rms,none)");
-        NORMNET_CHECK(std::find(out.begin(), out.end(), item) == out.end(), "--norms: '", item, "' is listed twice");
-        out.push_back(item);
-    }
-    return out;
-}
-
 std::shared_ptr<Sequential> build_model(const ModelSpec& spec) {
-    NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), spec.norm) != kNorms.end(), "unknown normalisation '", spec.norm,
-          "' (expected layer, batch, rms or none)");
-    auto model = std::make_shared<Sequential>();
-    int64_t width = spec.inputs;
-    for (int64_t h : spec.hidden) {
-        model->push_back(Linear(width, h));
-        model->push_back(ReLU());
-        if (spec.norm == "layer") model->push_back(LayerNorm({h}));
-        if (spec.norm == "batch") model->push_back(BatchNorm1d(h));
-        if (spec.norm == "rms") model->push_back(RMSNorm({h}));
-        width = h;
-    }
-    model->push_back(Linear(width, spec.classes));
-    return model;
+    spec.validate("build_model");
+    return spec.kind().build(spec);
 }
 
 }  // namespace normnet::cli

@@ -1,8 +1,11 @@
-// The architecture the command line trains: an MLP with a chosen normalisation after each
-// hidden ReLU (the seed model: 784-300-100-10 with LayerNorm). Stored in checkpoint metadata so
-// `normnet eval` can rebuild the model from the file alone.
+// The architecture the command line trains, as stored in checkpoint metadata so that
+// `normnet eval` can rebuild the model from the file alone: the model's type (a row of the model
+// registry, models.hpp), its input and output sizes, its normalisation and its own sizes (the
+// MLP's hidden widths, the CNN's channels...). What the sizes mean, how they are checked and
+// how the model is built is the registry row's business; this struct only carries them.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,25 +14,41 @@
 
 namespace normnet::cli {
 
-struct ModelSpec {
-    int64_t inputs = 784;
-    std::vector<int64_t> hidden{300, 100};
-    int64_t classes = 10;
-    std::string norm = "layer";  // layer | batch | rms | none
+struct ModelKind;
 
-    /// "784-300-100-10 layer"
+struct ModelSpec {
+    std::string type = "mlp";
+    int64_t inputs = 784;
+    int64_t classes = 10;
+    std::string norm = "layer";
+    /// The model's own sizes by option key (ModelKind::options); a scalar option holds one value.
+    std::map<std::string, std::vector<int64_t>> sizes{{"hidden", {300, 100}}};
+
+    /// The spec of `type` with its registry row's default sizes and normalisation.
+    static ModelSpec defaults(const std::string& type);
+    /// The registry row of `type` (throws normnet::Error for an unknown type).
+    const ModelKind& kind() const;
+    /// The sizes of option `key` (throws normnet::Error naming the key when absent).
+    const std::vector<int64_t>& size(const std::string& key) const;
+    /// The value of a scalar option.
+    int64_t scalar(const std::string& key) const { return size(key).front(); }
+
+    /// "784-300-100-10 layer", "cnn 1x28x28 c32-64 fc128-10 batch"
     std::string str() const;
+    /// str() without the normalisation: "784-300-100-10 MLP"
+    std::string architecture() const;
+    /// {"type": "mlp", "inputs": 784, <the row's options in order>, "classes": 10, "norm": "layer"}
     std::string to_json() const;
     /// Parses to_json()'s text; throws normnet::Error naming `where` when it is malformed or out
-    /// of range (see validate()).
+    /// of range (see validate()). Nothing is built.
     static ModelSpec from_json(const std::string& text, const std::string& where);
     /// Throws normnet::Error (prefixed by `where`) unless every size is in [1, kMaxWidth], the norm
-    /// is known and the model has at most kMaxParameters parameters, so that building it cannot
-    /// overflow or ask for absurd amounts of memory.
+    /// applies to this model, the row's own checks pass and the model has at most kMaxParameters
+    /// parameters, so that building it cannot overflow or ask for absurd amounts of memory.
     void validate(const std::string& where) const;
-    /// The parameters of the Linear layers (weights and biases), the bulk of the model; as a
-    /// double, since for a hostile spec the count need not fit an integer.
-    double linear_parameters() const;
+    /// The parameters a file must hold for this model (the row says which: the MLP counts its
+    /// Linear layers); as a double, since for a hostile spec the count need not fit an integer.
+    double parameters() const;
     friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
@@ -41,19 +60,14 @@ inline constexpr double kMaxParameters = double(int64_t{1} << 30);
 /// A count held in a double (parameters of a hostile spec), printed as a whole number.
 std::string count_text(double n);
 
-/// The normalisations the command line knows.
-inline const std::vector<std::string> kNorms{"layer", "batch", "rms", "none"};
+/// The items of a comma-separated list, each with surrounding spaces removed.
+std::vector<std::string> list_items(const std::string& text);
 
 /// Parses "300,100" (spaces around items allowed) into sizes; throws normnet::Error on anything
 /// else (empty items, non-numbers, <= 0, > kMaxWidth).
 std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option);
 
-/// Parses "layer,batch" (spaces around items allowed) into normalisation names; throws
-/// normnet::Error on unknown or repeated names.
-std::vector<std::string> parse_norm_list(const std::string& text);
-
-/// Linear -> ReLU -> Norm for each hidden size, then the output Linear, as in the seed model
-/// (with norm "none" the Norm is left out, so the state_dict matches nn.Sequential's).
+/// The model the spec describes, through its registry row (validate() first).
 std::shared_ptr<Sequential> build_model(const ModelSpec& spec);
 
 }  // namespace normnet::cli

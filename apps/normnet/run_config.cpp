@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/Version.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -13,29 +14,96 @@
 #include <utility>
 
 #include "commands.hpp"
+#include "models.hpp"
 
 namespace normnet::cli {
 
+const std::vector<OptimizerKind>& optimizer_kinds() {
+    static const std::vector<OptimizerKind> table{
+        {"sgd", "SGD with --momentum and L2 --weight-decay",
+         [](const RunConfig& c, const NamedTensors& p) -> std::unique_ptr<Optimizer> {
+             return std::make_unique<SGD>(p, SGDOptions{.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay});
+         }},
+        {"adam", "Adam with L2 --weight-decay",
+         [](const RunConfig& c, const NamedTensors& p) -> std::unique_ptr<Optimizer> {
+             return std::make_unique<Adam>(p, AdamOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+         }},
+        {"adamw", "AdamW with decoupled --weight-decay",
+         [](const RunConfig& c, const NamedTensors& p) -> std::unique_ptr<Optimizer> {
+             return std::make_unique<AdamW>(p, AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+         }},
+    };
+    return table;
+}
+
+const std::vector<ScheduleKind>& schedule_kinds() {
+    static const std::vector<ScheduleKind> table{
+        {"constant", "the same lr throughout", Schedule::constant},
+        {"step", "the lr times step_gamma every step_epochs epochs", Schedule::step},
+        {"cosine", "cosine annealing to 0 over the run", Schedule::cosine},
+    };
+    return table;
+}
+
+const std::vector<std::string>& dataset_names() {
+    static const std::vector<std::string> names{"mnist", "fashion-mnist"};
+    return names;
+}
+
+std::string choices_text(const std::vector<std::string>& names) {
+    std::string s;
+    for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return s;
+}
+
+const std::vector<ConfigField>& config_fields() {
+    using R = RunConfig;
+    static const std::vector<ConfigField> table{
+        {"dataset", "--dataset", "mnist or fashion-mnist", &R::dataset, dataset_names()},
+        {"data_dir", "--data", "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)", &R::data_dir},
+        {"epochs", "--epochs", "Epochs to train", &R::epochs},
+        {"batch_size", "--batch-size", "Images per batch (under mpirun: the global batch, divided among the ranks)",
+         &R::batch_size},
+        {"optimizer", "--optimizer", choices_text(names_of(optimizer_kinds())), &R::optimizer, names_of(optimizer_kinds())},
+        {"lr", "--lr", "Peak learning rate", &R::lr},
+        {"momentum", "--momentum", "SGD momentum", &R::momentum},
+        {"weight_decay", "--weight-decay", "Weight decay (decoupled for adamw, L2 otherwise)", &R::weight_decay},
+        {"schedule", "--schedule", "Learning-rate schedule per batch: " + choices_text(names_of(schedule_kinds())),
+         &R::schedule, names_of(schedule_kinds())},
+        {"warmup", "--warmup", "Linear warm-up, in batches", &R::warmup},
+        {"step_gamma", "", "", &R::step_gamma},
+        {"step_epochs", "", "", &R::step_epochs},
+        {"clip", "--clip", "Clip the gradient norm to this value (0: off)", &R::clip},
+        {"label_smoothing", "--label-smoothing", "Cross-entropy label smoothing", &R::label_smoothing},
+        {"seed", "--seed", "Seed of the initial weights and the data order", &R::seed},
+        {"threads", "--threads", "Threads (default: the number of cores)", &R::threads},
+        {"limit", "--limit", "Use only the first N images of each split (0: all), for quick runs", &R::limit},
+        {"on_nan", "--on-nan", "A non-finite loss: stop (keep the last checkpoint) or skip the step", &R::on_nan,
+         {"stop", "skip"}},
+        {"bn_sync", "--bn-sync",
+         "BatchNorm under mpirun: local (each rank's own statistics, as DDP) or sync (over every rank's samples)",
+         &R::bn_sync, {"local", "sync"}},
+    };
+    return table;
+}
+
+const ConfigField& config_field(const std::string& flag) {
+    for (const ConfigField& f : config_fields()) {
+        if (f.flag == flag) return f;
+    }
+    fail("no run option ", flag);
+}
+
 std::string RunConfig::to_json() const {
-    nlohmann::ordered_json j{{"dataset", dataset},
-                             {"data_dir", resolved_data_dir()},
-                             {"model", nlohmann::json::parse(model.to_json())},
-                             {"epochs", epochs},
-                             {"batch_size", batch_size},
-                             {"optimizer", optimizer},
-                             {"lr", lr},
-                             {"momentum", momentum},
-                             {"weight_decay", weight_decay},
-                             {"schedule", schedule},
-                             {"warmup", warmup},
-                             {"step_gamma", step_gamma},
-                             {"step_epochs", step_epochs},
-                             {"clip", clip},
-                             {"label_smoothing", label_smoothing},
-                             {"seed", seed},
-                             {"threads", threads},
-                             {"limit", limit},
-                             {"on_nan", on_nan}};
+    nlohmann::ordered_json j;
+    for (const ConfigField& f : config_fields()) {
+        if (f.key == "data_dir") {
+            j["data_dir"] = resolved_data_dir();
+            j["model"] = nlohmann::json::parse(model.to_json());
+            continue;
+        }
+        std::visit([&](auto member) { j[f.key] = this->*member; }, f.member);
+    }
     return j.dump();
 }
 
@@ -44,7 +112,7 @@ namespace {
 // Reads j[key] into field when present, insisting on the field's JSON type: nlohmann's own
 // conversion of 1e300 to an integer is undefined behaviour, and of 2.5 a silent truncation.
 template <class T>
-void read_field(const nlohmann::json& j, const char* key, T& field) {
+void read_field(const nlohmann::json& j, const std::string& key, T& field) {
     if (!j.contains(key)) return;
     const nlohmann::json& v = j.at(key);
     if constexpr (std::is_same_v<T, std::string>) {
@@ -59,7 +127,7 @@ void read_field(const nlohmann::json& j, const char* key, T& field) {
                           : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
                                                   : false;
         NORMNET_CHECK(fits, "\"", key, "\" is not an integer in [", std::numeric_limits<T>::min(), ", ",
-              std::numeric_limits<T>::max(), "]: ", v.dump());
+                      std::numeric_limits<T>::max(), "]: ", v.dump());
         field = v.get<T>();
     }
 }
@@ -71,25 +139,10 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
     try {
         const auto j = nlohmann::json::parse(text);
         NORMNET_CHECK(j.is_object(), "not a JSON object");
-        read_field(j, "dataset", c.dataset);
-        read_field(j, "data_dir", c.data_dir);
         if (j.contains("model")) c.model = ModelSpec::from_json(j.at("model").dump(), where);
-        read_field(j, "epochs", c.epochs);
-        read_field(j, "batch_size", c.batch_size);
-        read_field(j, "optimizer", c.optimizer);
-        read_field(j, "lr", c.lr);
-        read_field(j, "momentum", c.momentum);
-        read_field(j, "weight_decay", c.weight_decay);
-        read_field(j, "schedule", c.schedule);
-        read_field(j, "warmup", c.warmup);
-        read_field(j, "step_gamma", c.step_gamma);
-        read_field(j, "step_epochs", c.step_epochs);
-        read_field(j, "clip", c.clip);
-        read_field(j, "label_smoothing", c.label_smoothing);
-        read_field(j, "seed", c.seed);
-        read_field(j, "threads", c.threads);
-        read_field(j, "limit", c.limit);
-        read_field(j, "on_nan", c.on_nan);
+        for (const ConfigField& f : config_fields()) {
+            std::visit([&](auto member) { read_field(j, f.key, c.*member); }, f.member);
+        }
     } catch (const std::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
@@ -97,20 +150,23 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
 }
 
 void RunConfig::validate() const {
-    NORMNET_CHECK(dataset == "mnist" || dataset == "fashion-mnist", "--dataset: unknown dataset '", dataset,
-          "' (expected mnist or fashion-mnist)");
+    const auto known = [](const std::vector<std::string>& names, const std::string& v) {
+        return std::find(names.begin(), names.end(), v) != names.end();
+    };
+    NORMNET_CHECK(known(dataset_names(), dataset), "--dataset: unknown dataset '", dataset, "' (expected ",
+                  choices_text(dataset_names()), ")");
     NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
     NORMNET_CHECK(batch_size > 0 && batch_size <= kMaxBatchSize, "--batch-size: must be in [1, ", kMaxBatchSize, "], got ",
           batch_size);
-    NORMNET_CHECK(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw", "--optimizer: unknown optimizer '",
-          optimizer, "' (expected sgd, adam or adamw)");
+    NORMNET_CHECK(known(names_of(optimizer_kinds()), optimizer), "--optimizer: unknown optimizer '", optimizer, "' (expected ",
+                  choices_text(names_of(optimizer_kinds())), ")");
     // Non-finite values are rejected here, naming the option, before an optimizer sees them.
     NORMNET_CHECK(std::isfinite(lr) && lr > 0, "--lr: must be a positive finite number, got ", lr);
     NORMNET_CHECK(std::isfinite(momentum) && momentum >= 0, "--momentum: must be a finite number >= 0, got ", momentum);
     NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, "--weight-decay: must be a finite number >= 0, got ",
           weight_decay);
-    NORMNET_CHECK(schedule == "constant" || schedule == "step" || schedule == "cosine", "--schedule: unknown schedule '",
-          schedule, "' (expected constant, step or cosine)");
+    NORMNET_CHECK(known(names_of(schedule_kinds()), schedule), "--schedule: unknown schedule '", schedule, "' (expected ",
+                  choices_text(names_of(schedule_kinds())), ")");
     NORMNET_CHECK(warmup >= 0 && warmup <= kMaxEpochs * kMaxBatchSize, "--warmup: must be >= 0, got ", warmup);
     NORMNET_CHECK(std::isfinite(step_gamma) && step_gamma > 0, "step_gamma: must be a positive finite number, got ", step_gamma);
     NORMNET_CHECK(step_epochs > 0 && step_epochs <= kMaxEpochs, "step_epochs: must be in [1, ", kMaxEpochs, "], got ", step_epochs);
@@ -119,9 +175,19 @@ void RunConfig::validate() const {
     NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
     NORMNET_CHECK(limit >= 0, "--limit: must be >= 0 (0: all images), got ", limit);
     NORMNET_CHECK(on_nan == "stop" || on_nan == "skip", "--on-nan: unknown '", on_nan, "' (expected stop or skip)");
-    model.validate("--hidden");
-    NORMNET_CHECK(model.norm != "batch" || batch_size >= 2, "--batch-size ", batch_size,
-          ": BatchNorm needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");
+    NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
+    // Messages about the model's sizes name its first option (--hidden, --channels).
+    const ModelKind& kind = model_kind(model.type);
+    const NormKind& norm = norm_kind(model.norm, "--norm");
+    NORMNET_CHECK(std::find(norm.sites.begin(), norm.sites.end(), kind.site) != norm.sites.end(), "--norm ", model.norm,
+                  ": ", norm.label, " does not apply to --model ", kind.name, " (expected ", norm_choices(kind.site), ")");
+    std::string where;
+    for (const ModelOption& o : kind.options) {
+        if (where.empty()) where = o.flag;
+    }
+    model.validate(where);
+    NORMNET_CHECK(!uses_batch_statistics(model.norm) || batch_size >= 2, "--batch-size ", batch_size, ": ",
+                  norm_label(model.norm), " needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");
 }
 
 std::string RunConfig::resolved_data_dir() const {
@@ -170,11 +236,10 @@ std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::st
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const RunConfig& c, const NamedTensors& params) {
-    if (c.optimizer == "sgd") {
-        return std::make_unique<SGD>(params, SGDOptions{.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay});
+    for (const OptimizerKind& k : optimizer_kinds()) {
+        if (k.name == c.optimizer) return k.make(c, params);
     }
-    if (c.optimizer == "adam") return std::make_unique<Adam>(params, AdamOptions{.lr = c.lr, .weight_decay = c.weight_decay});
-    return std::make_unique<AdamW>(params, AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+    fail("--optimizer: unknown optimizer '", c.optimizer, "'");
 }
 
 LRSchedulerOptions schedule_options(const RunConfig& c, int64_t batches_per_epoch) {
@@ -182,7 +247,9 @@ LRSchedulerOptions schedule_options(const RunConfig& c, int64_t batches_per_epoc
     NORMNET_CHECK(batches_per_epoch >= 1 && batches_per_epoch <= (int64_t{1} << 40), "schedule_options: ", batches_per_epoch,
           " batches per epoch");
     LRSchedulerOptions o;
-    o.schedule = c.schedule == "cosine" ? Schedule::cosine : c.schedule == "step" ? Schedule::step : Schedule::constant;
+    for (const ScheduleKind& k : schedule_kinds()) {
+        if (k.name == c.schedule) o.schedule = k.schedule;
+    }
     o.total_steps = c.epochs * batches_per_epoch;
     o.warmup_steps = c.warmup;
     o.step_size = c.step_epochs * batches_per_epoch;

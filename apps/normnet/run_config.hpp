@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "model_spec.hpp"
 #include "normnet/data.hpp"
@@ -32,6 +34,7 @@ struct RunConfig {
     int threads = 0;    // 0: the number of cores
     int64_t limit = 0;  // use only the first `limit` training and test images (0: all)
     std::string on_nan = "stop";  // a non-finite loss: stop (keeping the last checkpoint) | skip the step
+    std::string bn_sync = "local";  // BatchNorm under mpirun: per-rank statistics (local) | every rank's (sync)
 
     std::string to_json() const;
     /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in
@@ -44,6 +47,48 @@ struct RunConfig {
     /// The thread count actually used: `threads`, or the number of cores when it is 0.
     int resolved_threads() const;
 };
+
+/// The optimizers the command line knows (--optimizer), as one table: parsing, help and
+/// building read it; adding one is one row in run_config.cpp.
+struct OptimizerKind {
+    std::string name, help;
+    std::unique_ptr<Optimizer> (*make)(const RunConfig& config, const NamedTensors& params) = nullptr;
+};
+const std::vector<OptimizerKind>& optimizer_kinds();
+
+/// The learning-rate schedules (--schedule), likewise.
+struct ScheduleKind {
+    std::string name, help;
+    Schedule schedule = Schedule::constant;
+};
+const std::vector<ScheduleKind>& schedule_kinds();
+
+/// The datasets (--dataset).
+const std::vector<std::string>& dataset_names();
+
+/// The names of a table's rows, for CLI::IsMember and messages ("sgd, adam or adamw").
+template <class Row>
+std::vector<std::string> names_of(const std::vector<Row>& rows) {
+    std::vector<std::string> names;
+    for (const Row& r : rows) names.push_back(r.name);
+    return names;
+}
+std::string choices_text(const std::vector<std::string>& names);
+
+/// RunConfig's fields, declared once: their JSON key (config.json and checkpoint metadata),
+/// their command-line option ("" for none) with its help, and the member. to_json, from_json,
+/// the options of train/compare/bench and the options a resumed run takes over all read it.
+/// The model is not among them: its options come from the model registry (models.hpp).
+using ConfigMember =
+    std::variant<std::string RunConfig::*, int64_t RunConfig::*, double RunConfig::*, uint64_t RunConfig::*, int RunConfig::*>;
+struct ConfigField {
+    std::string key, flag, help;
+    ConfigMember member;
+    std::vector<std::string> choices{};  // accepted values of a string option (empty: any)
+};
+const std::vector<ConfigField>& config_fields();
+/// The field of option `flag` (throws normnet::Error for an unknown one).
+const ConfigField& config_field(const std::string& flag);
 
 /// Loads a split of the configured dataset; errors name the folder and how to get the data.
 std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split);

@@ -1,31 +1,118 @@
 // Options that several subcommands share, declared once so that their names, checks and help
-// stay the same in train, compare and bench.
+// stay the same in train, compare and bench: the run's options come from RunConfig's field
+// table, the model's from the model registry.
+#include <set>
+#include <sstream>
+
 #include "commands.hpp"
+#include "models.hpp"
 #include "run_config.hpp"
 
 namespace normnet::cli {
 
+CLI::Option* add_config_option(CLI::App& cmd, RunConfig& c, const std::string& flag, const std::string& help) {
+    const ConfigField& f = config_field(flag);
+    CLI::Option* o = std::visit([&](auto member) { return cmd.add_option(f.flag, c.*member, help.empty() ? f.help : help); },
+                                f.member);
+    if (!f.choices.empty()) o->check(CLI::IsMember(f.choices));
+    if (flag == "--threads") o->check(kThreadsRange);
+    if (flag == "--seed") o->check(kNonNegative);
+    // The folder's default depends on the dataset; its help says so.
+    if (flag != "--data" && flag != "--threads") o->capture_default_str();
+    return o;
+}
+
 void add_data_options(CLI::App& cmd, RunConfig& c) {
-    cmd.add_option("--dataset", c.dataset, "mnist or fashion-mnist")
-        ->check(CLI::IsMember({"mnist", "fashion-mnist"}))
-        ->capture_default_str();
-    cmd.add_option("--data", c.data_dir, "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)");
-    cmd.add_option("--limit", c.limit, "Use only the first N images of each split (0: all), for quick runs");
-    cmd.add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(kThreadsRange);
+    for (const char* flag : {"--dataset", "--data", "--limit", "--threads"}) add_config_option(cmd, c, flag);
 }
 
 void add_optimizer_options(CLI::App& cmd, RunConfig& c) {
-    cmd.add_option("--optimizer", c.optimizer, "sgd, adam or adamw")
-        ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+    for (const char* flag : {"--optimizer", "--momentum", "--weight-decay", "--schedule", "--warmup", "--clip"}) {
+        add_config_option(cmd, c, flag);
+    }
+}
+
+void take_given_options(RunConfig& c, const RunConfig& given, const CLI::App& cmd) {
+    for (const ConfigField& f : config_fields()) {
+        // Options this subcommand does not have (bench has no --batch-size) were not given.
+        if (f.flag.empty() || cmd.get_option_no_throw(f.flag) == nullptr || cmd.count(f.flag) == 0) continue;
+        std::visit([&](auto member) { c.*member = given.*member; }, f.member);
+    }
+}
+
+namespace {
+
+// What a model's recipe changes over RunConfig's defaults: "norm batch, dataset fashion-mnist, epochs 12".
+std::string recipe_text(const std::string& type) {
+    const RunConfig defaults, recipe = recipe_config(type);
+    std::string s = "norm " + recipe.model.norm;
+    for (const ConfigField& f : config_fields()) {
+        std::visit(
+            [&](auto member) {
+                if (recipe.*member == defaults.*member) return;
+                std::ostringstream value;
+                value << recipe.*member;
+                s += ", " + f.key + " " + value.str();
+            },
+            f.member);
+    }
+    return s;
+}
+
+}  // namespace
+
+void add_model_options(CLI::App& cmd, ModelArgs& m) {
+    std::string models;
+    for (const ModelKind* k : model_kinds()) models += "; " + k->name + ": " + k->summary + " (" + recipe_text(k->name) + ")";
+    cmd.add_option("--model", m.type, "Architecture: " + model_choices() + models)
+        ->check(CLI::IsMember(names_of_models()))
         ->capture_default_str();
-    cmd.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
-    cmd.add_option("--weight-decay", c.weight_decay, "Weight decay (decoupled for adamw, L2 otherwise)")
-        ->capture_default_str();
-    cmd.add_option("--schedule", c.schedule, "Learning-rate schedule per batch: constant, step or cosine")
-        ->check(CLI::IsMember({"constant", "step", "cosine"}))
-        ->capture_default_str();
-    cmd.add_option("--warmup", c.warmup, "Linear warm-up, in batches")->capture_default_str();
-    cmd.add_option("--clip", c.clip, "Clip the gradient norm to this value (0: off)")->capture_default_str();
+    std::set<std::string> added;
+    for (const ModelKind* k : model_kinds()) {
+        for (const ModelOption& o : k->options) {
+            if (o.flag.empty() || !added.insert(o.flag).second) continue;
+            std::string defaults;
+            for (int64_t v : o.defaults) defaults += (defaults.empty() ? "" : ",") + std::to_string(v);
+            cmd.add_option(o.flag, m.values[o.flag], o.help + " [" + defaults + "]");
+        }
+    }
+}
+
+std::vector<std::string> names_of_models() {
+    std::vector<std::string> names;
+    for (const ModelKind* k : model_kinds()) names.push_back(k->name);
+    return names;
+}
+
+ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const ModelSpec& base) {
+    const bool retyped = cmd.count("--model") > 0 && m.type != base.type;
+    ModelSpec spec = retyped ? ModelSpec::defaults(m.type) : base;
+    const ModelKind& kind = spec.kind();
+    for (const auto& [flag, text] : m.values) {
+        if (cmd.count(flag) == 0) continue;
+        const ModelOption* option = nullptr;
+        for (const ModelOption& o : kind.options) {
+            if (o.flag == flag) option = &o;
+        }
+        std::string takers;
+        for (const ModelKind* k : model_kinds()) {
+            for (const ModelOption& o : k->options) {
+                if (o.flag == flag) takers += (takers.empty() ? "" : ", ") + k->name;
+            }
+        }
+        NORMNET_CHECK(option != nullptr, flag, ": applies to --model ", takers, ", not ", kind.name);
+        std::vector<int64_t> sizes = parse_size_list(text, flag);
+        NORMNET_CHECK(!option->scalar || sizes.size() == 1, flag, ": expected one number, got '", text, "'");
+        spec.sizes[option->key] = std::move(sizes);
+    }
+    return spec;
+}
+
+RunConfig recipe_config(const std::string& type) {
+    RunConfig c;
+    c.model = ModelSpec::defaults(type);
+    model_kind(type).recipe(c);
+    return c;
 }
 
 }  // namespace normnet::cli

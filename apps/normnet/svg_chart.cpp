@@ -426,7 +426,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
     Axis x;
     x.log = options.log_x;
     set_x_domain(x, xr);
-    x.px_lo = f.left, x.px_hi = f.right;
+    x.px_lo = options.reverse_x ? f.right : f.left, x.px_hi = options.reverse_x ? f.left : f.right;
     const Ticks xt = x_ticks(x, xs, std::max(2, static_cast<int>((f.right - f.left) / 90)), options.integer_x);
 
     Svg svg;

@@ -24,6 +24,7 @@ struct ChartOptions {
     std::string title{}, x_label{}, y_label{};
     bool log_x = false;             ///< batch sizes 4, 16, 64, 256 get one tick each
     bool integer_x = false;         ///< x counts something (epochs): ticks at whole numbers only
+    bool reverse_x = false;         ///< x decreasing from left to right (batch sizes, as Wu and He's Figure 1)
     int width = 760, height = 480;  ///< pixels, at least 240 x 160; wider if the legend needs it
     std::optional<double> y_min{}, y_max{};  ///< default: padded data range
     bool percent_y = false;                  ///< y in [0,1] shown as percent

@@ -1,5 +1,5 @@
-// `normnet train`: trains the seed MLP (or any --hidden/--norm variant) on MNIST or
-// Fashion-MNIST, writes RUN_DIR/{config.json, metrics.csv, model.safetensors,
+// `normnet train`: trains a model of the registry (the seed MLP by default, --model cnn the
+// CNN, with their --hidden/--channels/--norm variants) on MNIST or Fashion-MNIST, writes RUN_DIR/{config.json, metrics.csv, model.safetensors,
 // training_state.safetensors} and can resume from a checkpoint. Everything that can be wrong
 // with the input is checked before RUN_DIR is created, so a bad call leaves nothing behind; once
 // running, a crash, a full disk, a signal or a NaN leaves the last complete checkpoint.
@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "metrics_csv.hpp"
+#include "models.hpp"
 #include "progress.hpp"
 #include "signals.hpp"
 #include "trainer.hpp"
@@ -23,12 +24,14 @@ namespace fs = std::filesystem;
 
 struct TrainArgs {
     RunConfig config;
-    std::string hidden = "300,100";
+    ModelArgs model;
+    std::string norm;  // as given; the model's default when not
     std::string out;
     std::string resume;
     std::string init_from;
     bool overwrite = false;
     bool quiet = false;
+    int64_t check_replicas = 0;
 };
 
 std::string default_run_dir() {
@@ -46,31 +49,23 @@ std::string percent(double fraction) {
     return buf;
 }
 
-// Applies the options given on this command line over the config saved in a checkpoint.
-RunConfig merge_resumed(const RunConfig& saved, const RunConfig& given, const CLI::App& cmd) {
-    RunConfig c = saved;
-    const auto take = [&](const char* option, auto RunConfig::*field) {
-        if (cmd.count(option) > 0) c.*field = given.*field;
-    };
-    take("--dataset", &RunConfig::dataset);
-    take("--data", &RunConfig::data_dir);
-    take("--epochs", &RunConfig::epochs);
-    take("--batch-size", &RunConfig::batch_size);
-    take("--optimizer", &RunConfig::optimizer);
-    take("--lr", &RunConfig::lr);
-    take("--momentum", &RunConfig::momentum);
-    take("--weight-decay", &RunConfig::weight_decay);
-    take("--schedule", &RunConfig::schedule);
-    take("--warmup", &RunConfig::warmup);
-    take("--clip", &RunConfig::clip);
-    take("--label-smoothing", &RunConfig::label_smoothing);
-    take("--seed", &RunConfig::seed);
-    take("--threads", &RunConfig::threads);
-    take("--limit", &RunConfig::limit);
-    take("--on-nan", &RunConfig::on_nan);
-    if (cmd.count("--hidden") > 0) c.model.hidden = given.model.hidden;
-    if (cmd.count("--norm") > 0) c.model.norm = given.model.norm;
+// The config of a run: `base` (the model's recipe, or the config saved in a checkpoint) with the
+// options given on this command line, the model's included.
+RunConfig with_given_options(const RunConfig& base, const TrainArgs& args, const CLI::App& cmd) {
+    RunConfig c = base;
+    take_given_options(c, args.config, cmd);
+    c.model = model_from_options(args.model, cmd, base.model);
+    if (cmd.count("--norm") > 0) c.model.norm = args.norm;
     return c;
+}
+
+// True when the command line says anything about the architecture.
+bool model_given(const TrainArgs& args, const CLI::App& cmd) {
+    if (cmd.count("--model") > 0 || cmd.count("--norm") > 0) return true;
+    for (const auto& [flag, text] : args.model.values) {
+        if (cmd.count(flag) > 0) return true;
+    }
+    return false;
 }
 
 void write_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
@@ -112,12 +107,18 @@ std::string position(const Trainer& t) {
            std::to_string(t.batches_per_epoch());
 }
 
-void run_train(TrainArgs& args, const CLI::App& cmd) {
-    RunConfig config = args.config;
+void run_train(const TrainArgs& args, const CLI::App& cmd) {
+    RunConfig config;
     as_usage_error([&] {
         NORMNET_CHECK(args.resume.empty() || args.init_from.empty(), "--resume and --init-from: give one or the other (--resume "
               "continues a run, --init-from starts a new one from a model's weights)");
-        config.model.hidden = parse_size_list(args.hidden, "--hidden");
+        // A resumed run's model comes from its checkpoint; its options are checked once that is read.
+        if (args.resume.empty()) {
+            config = with_given_options(recipe_config(args.model.type), args, cmd);
+        } else {
+            config = recipe_config(args.model.type);
+            take_given_options(config, args.config, cmd);
+        }
         config.validate();
     });
     // The checkpoint (or the weights to start from) is read and checked first, so that nothing
@@ -127,25 +128,32 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
         checkpoint = read_checkpoint(model_file_of(args.resume));
         const auto [spec, saved] = read_checkpoint_config(checkpoint.model);
         check_file_fits(spec, checkpoint.model, "--resume");
-        config = merge_resumed(saved, config, cmd);
-        as_usage_error([&] { config.validate(); });
+        as_usage_error([&, saved = saved] {
+            config = with_given_options(saved, args, cmd);
+            config.validate();
+        });
     }
     SafetensorsData init;
     if (!args.init_from.empty()) {
         init = load_safetensors(model_file_of(args.init_from));
-        // A normnet model file brings its architecture unless --hidden or --norm say otherwise.
-        if (init.metadata.count("normnet.architecture") && cmd.count("--hidden") == 0 && cmd.count("--norm") == 0) {
+        // A normnet model file brings its architecture unless the command line names one.
+        if (init.metadata.count("normnet.architecture") && !model_given(args, cmd)) {
             config.model = read_checkpoint_config(init).first;
             as_usage_error([&] { config.validate(); });
         }
         check_file_fits(config.model, init, "--init-from");
     }
-    config.threads = config.resolved_threads();
+    Replicas replicas = Replicas::current();
+    replicas.check_every = args.check_replicas;
+    config.threads = threads_per_rank(config.threads, replicas);  // under mpirun the ranks share the cores
     set_num_threads(config.threads);
 
     const auto train = load_split(config, "train");
     const auto test = load_split(config, "test");
-    Trainer trainer(config, train, test);
+    Trainer trainer(config, train, test, replicas);
+    // Only rank 0 prints and writes; the other ranks train and join its collectives.
+    const bool leader = replicas.leader();
+    const bool quiet = args.quiet || !leader;
     const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
         const ResumePoint resumed = trainer.resume(checkpoint);
@@ -164,22 +172,29 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
     const StopOnSignal signals;
-    prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
-                          "--resume " + dir + " to continue it");
-    if (continuing) settle_checkpoint_folder(checkpoint);
-    if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
-    write_config_json(dir, config, checkpoint.model.path, init.path);
     const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
-    // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
-    write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+    if (leader) {
+        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
+                              "--resume " + dir + " to continue it");
+        if (continuing) settle_checkpoint_folder(checkpoint);
+        if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
+        write_config_json(dir, config, checkpoint.model.path, init.path);
+        // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
+        write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+    }
 
-    const bool tty = stdout_is_terminal() && !args.quiet;
-    if (!args.quiet) {
+    const bool tty = stdout_is_terminal() && !quiet;
+    if (!quiet) {
         std::printf("normnet train: %s on %s (%lld train / %lld test images), %s lr %g, batch %lld, %s, %s\n",
                     config.model.str().c_str(), config.dataset.c_str(), static_cast<long long>(train->size()),
                     static_cast<long long>(test->size()), config.optimizer.c_str(), config.lr,
                     static_cast<long long>(config.batch_size), plural(config.epochs, "epoch").c_str(),
                     plural(config.threads, "thread").c_str());
+        if (replicas.parallel()) {
+            std::printf("data parallel: %d processes, %lld images per rank and batch, BatchNorm statistics %s\n",
+                        replicas.world, static_cast<long long>(config.batch_size / replicas.world),
+                        config.bn_sync == "sync" ? "synchronised (sync)" : "per rank (local)");
+        }
         std::printf("run folder: %s\n", dir.c_str());
         if (!args.resume.empty()) std::printf("resuming from %s at %s\n", checkpoint.model.path.c_str(), position(trainer).c_str());
         std::fflush(stdout);
@@ -206,7 +221,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
                 trainer.save_checkpoint(dir);
                 throw interrupted(StopOnSignal::requested());
             }
-            if (!args.quiet) {
+            if (!quiet) {
                 std::printf("%s  train loss %.4f acc %s  test loss %.4f acc %s  lr %.2e  %s%s\n", label.c_str(),
                             last->train_loss, percent(last->train_acc).c_str(), last->test_loss,
                             percent(last->test_acc).c_str(), last->lr, format_duration(last->seconds).c_str(),
@@ -217,18 +232,19 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
             // only until the next start rewrites metrics.csv from the checkpoint.
             trainer.save_checkpoint(dir);
             saved = position(trainer);
-            write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+            if (leader) write_file_atomic(metrics_path, metrics_csv(trainer.history()));
             if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
     } catch (const NonFinite& e) {
-        if (saved.empty()) discard_run_folder(dir, existed);
+        if (saved.empty() && leader) discard_run_folder(dir, existed);
         fail(e.what(), "; stopped without saving, ",
              saved.empty() ? "no checkpoint was written" : "the checkpoint of " + saved + " in " + dir + " is kept",
              " (try a lower --lr, --clip, or --on-nan skip)");
     } catch (...) {
-        if (saved.empty()) discard_run_folder(dir, existed);
+        if (saved.empty() && leader) discard_run_folder(dir, existed);
         throw;
     }
+    if (!leader) return;
     std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(trainer.history().back().test_acc).c_str(),
                 percent(best_accuracy(trainer.history())).c_str(), (fs::path(dir) / kModelFile).c_str());
 }
@@ -238,25 +254,27 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
 void add_train_command(CLI::App& app) {
     auto args = std::make_shared<TrainArgs>();
     RunConfig& c = args->config;
-    CLI::App* cmd = app.add_subcommand("train", "Train an MLP (default: the seed 784-300-100-10 with LayerNorm) on MNIST");
+    CLI::App* cmd = app.add_subcommand(
+        "train", "Train a model on MNIST or Fashion-MNIST (default: the seed MLP 784-300-100-10 with LayerNorm on MNIST; "
+                 "--model cnn: the CNN with BatchNorm on Fashion-MNIST)");
     add_data_options(*cmd, c);
-    cmd->add_option("--hidden", args->hidden, "Hidden layer sizes, comma-separated")->capture_default_str();
-    cmd->add_option("--norm", c.model.norm, "Normalisation after each hidden ReLU: layer, batch, rms or none")
-        ->check(CLI::IsMember(kNorms))->capture_default_str();
-    cmd->add_option("--epochs", c.epochs, "Epochs to train")->capture_default_str();
-    cmd->add_option("--batch-size", c.batch_size, "Images per batch")->capture_default_str();
-    cmd->add_option("--lr", c.lr, "Peak learning rate")->capture_default_str();
+    add_model_options(*cmd, args->model);
+    std::string norms;
+    for (const NormKind& k : norm_kinds()) norms += "; " + k.name + ": " + k.help;
+    cmd->add_option("--norm", args->norm, "Normalisation after each hidden layer (default: the model's, mlp layer, cnn batch)" + norms)
+        ->check(CLI::IsMember(names_of(norm_kinds())));
+    for (const char* flag : {"--epochs", "--batch-size", "--lr"}) add_config_option(*cmd, c, flag);
     add_optimizer_options(*cmd, c);
-    cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->capture_default_str();
-    cmd->add_option("--seed", c.seed, "Seed of the initial weights and the data order")
-        ->check(kNonNegative)->capture_default_str();
-    cmd->add_option("--on-nan", c.on_nan, "A non-finite loss: stop (keep the last checkpoint) or skip the step")
-        ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
+    for (const char* flag : {"--label-smoothing", "--seed", "--on-nan"}) add_config_option(*cmd, c, flag);
     cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
     cmd->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
     cmd->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");
     cmd->add_option("--init-from", args->init_from, "Start a new run from the weights of a model.safetensors (normnet's or PyTorch's)");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");
+    add_config_option(*cmd, c, "--bn-sync");
+    cmd->add_option("--check-replicas", args->check_replicas,
+                    "Under mpirun: compare the parameters of every rank every K steps and stop at the first difference (debug)")
+        ->check(kNonNegative);
     cmd->callback([args, cmd] { run_train(*args, *cmd); });
 }
 

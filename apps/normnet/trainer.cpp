@@ -2,6 +2,7 @@
 #include "trainer.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "norms.hpp"
 #include "normnet/normnet.hpp"
 
 namespace normnet::cli {
@@ -16,11 +18,52 @@ namespace {
 
 using Json = nlohmann::json;
 
-DataLoaderOptions loader_options(const RunConfig& c, int64_t size) {
-    // BatchNorm cannot train on a batch of one sample: drop such a last batch (PyTorch would fail).
-    const bool lone_last = c.batch_size > 1 && size % c.batch_size == 1;
-    return DataLoaderOptions{
-        .batch_size = c.batch_size, .shuffle = true, .drop_last = lone_last && c.model.norm == "batch", .seed = c.seed};
+DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replicas& r) {
+    // --batch-size is the global batch: each of the world's ranks takes batch / world of it.
+    if (c.batch_size % r.world != 0) {
+        throw UsageError(str("--batch-size ", c.batch_size, ": the global batch must divide by the ", r.world,
+                             " processes of this run (each rank takes an equal slice of every batch)"));
+    }
+    const int64_t per_rank = c.batch_size / r.world;
+    const bool local_bn = uses_batch_statistics(c.model.norm) && c.bn_sync == "local";
+    if (local_bn && r.world > 1 && per_rank < 2) {
+        throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves ", per_rank,
+                             " sample per rank: BatchNorm with --bn-sync local needs at least 2 (use a larger "
+                             "--batch-size or --bn-sync sync)"));
+    }
+    // Batch statistics (BatchNorm) cannot train on a batch of one sample: drop such a last batch
+    // (PyTorch would fail). With per-rank statistics, one sample on any rank (its slice of the
+    // last batch) is such a batch.
+    const int64_t last = size % c.batch_size;
+    const bool lone_last = c.batch_size > 1 && (local_bn ? last % per_rank == 1 : last == 1);
+    return DataLoaderOptions{.batch_size = c.batch_size,
+                             .shuffle = true,
+                             .drop_last = lone_last && uses_batch_statistics(c.model.norm),
+                             .seed = c.seed,
+                             .num_replicas = r.world,
+                             .rank = r.rank};
+}
+
+// FNV-1a over a tensor's bytes: replicas that are bit-identical hash the same.
+int64_t content_hash(const Tensor& t) {
+    const Tensor c = t.contiguous();
+    const auto* p = reinterpret_cast<const unsigned char*>(c.data());
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < c.numel() * static_cast<int64_t>(sizeof(float)); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return static_cast<int64_t>(h);
+}
+
+// Test hook (tests/dist): NORMNET_TEST_PERTURB=<rank>:<parameter> nudges that parameter on that
+// rank after the initial broadcast, so --check-replicas has a difference to find.
+void perturb_for_test(Module& model, int rank) {
+    const char* spec = std::getenv("NORMNET_TEST_PERTURB");
+    if (!spec) return;
+    const std::string s(spec);
+    const size_t colon = s.find(':');
+    if (colon == std::string::npos || std::atoi(s.substr(0, colon).c_str()) != rank) return;
+    for (auto& [name, t] : model.named_parameters()) {
+        if (name == s.substr(colon + 1)) t.data()[0] += 1e-3f;
+    }
 }
 
 std::string rng_state_text() {
@@ -164,8 +207,8 @@ std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& ch
 void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option) {
     double values = 0;
     for (const auto& [name, t] : weights.tensors) values += static_cast<double>(t.numel());
-    NORMNET_CHECK(spec.linear_parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
-          " needs ", count_text(spec.linear_parameters()), " parameters in its Linear layers alone, but the file holds only ",
+    NORMNET_CHECK(spec.parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
+          " needs ", count_text(spec.parameters()), " parameters in its weights and biases alone, but the file holds only ",
           count_text(values), " values");
 }
 
@@ -198,8 +241,13 @@ ResumePoint parse_resume_point(const LoadedCheckpoint& c) {
     return p;
 }
 
-Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test)
-    : config_(config), train_(std::move(train)), test_(std::move(test)), loader_(train_, loader_options(config, train_->size())) {
+Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
+                 const Replicas& replicas)
+    : config_(config),
+      replicas_(replicas),
+      train_(std::move(train)),
+      test_(std::move(test)),
+      loader_(train_, loader_options(config, train_->size(), replicas)) {
     config_.validate();
     if (loader_.num_batches() == 0) {
         throw UsageError(str("--limit ", config_.limit, ": ", train_->size(),
@@ -212,9 +260,16 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
         model_ = build_model(config_.model);
         optimizer_ = make_optimizer(config_, model_->named_parameters());
     } catch (const std::bad_alloc&) {
-        fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.linear_parameters()),
-             " parameters; with gradients and optimizer state about ", count_text(config_.model.linear_parameters() * 16 / 1e9),
+        fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.parameters()),
+             " parameters; with gradients and optimizer state about ", count_text(config_.model.parameters() * 16 / 1e9),
              " GB)");
+    }
+    if (replicas_.parallel()) {
+        // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).
+        dist::broadcast_module(*model_);
+        if (config_.bn_sync == "sync") dist::convert_sync_batchnorm(*model_);
+        reduce_ = std::make_unique<dist::GradientAllReduce>(model_->parameters());
+        perturb_for_test(*model_, replicas_.rank);
     }
     scheduler_ = std::make_unique<LRScheduler>(*optimizer_, schedule_options(config_, loader_.num_batches()));
 }
@@ -230,6 +285,14 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     const bool skip_mode = config_.on_nan == "skip";
+    // A signal reaches the ranks at different batches: they stop together, after the batch at
+    // which the first of them saw it.
+    const auto stop_on_every_rank = [&](bool stop_here) {
+        if (!replicas_.parallel()) return stop_here;
+        double v = stop_here ? 1.0 : 0.0;
+        dist::all_reduce(&v, 1, dist::ReduceOp::max);
+        return v > 0;
+    };
     const auto reject = [&](const char* what, double value) {
         if (skip_mode) return false;
         throw NonFinite(str("non-finite ", what, " (", value, ") at epoch ", epochs_done_ + 1, ", batch ",
@@ -242,26 +305,33 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     for (int64_t i = 0; i < progress_.batch; ++i) ++it;  // resumed inside the epoch: pass the batches done
     for (; it != loader_.end(); ++it) {
         const Batch& batch = *it;
-        const Tensor logits = model_->forward(batch.inputs);
-        const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
-        // A non-finite loss is caught before it reaches the weights; a non-finite gradient with a
-        // finite loss only where it is cheap to see (clipping computes the norm anyway) or asked
-        // for (--on-nan skip); with --on-nan stop, the weights are checked before every save.
-        const float value = loss.item();
-        bool ok = std::isfinite(value) || reject("loss", value);
-        if (ok) {
-            loss.backward();
-            if (config_.clip > 0) {
-                const double norm = clip_grad_norm(params, config_.clip);
-                ok = std::isfinite(norm) || reject("gradient norm", norm);
-            } else if (skip_mode) {
-                ok = gradients_finite(params) || reject("gradient", NAN);
+        Tensor logits;
+        float value = 0.0f;
+        bool ok = true;
+        if (reduce_) {
+            ok = parallel_step(batch, params, logits, value);
+        } else {
+            logits = model_->forward(batch.inputs);
+            const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
+            // A non-finite loss is caught before it reaches the weights; a non-finite gradient with a
+            // finite loss only where it is cheap to see (clipping computes the norm anyway) or asked
+            // for (--on-nan skip); with --on-nan stop, the weights are checked before every save.
+            value = loss.item();
+            ok = std::isfinite(value) || reject("loss", value);
+            if (ok) {
+                loss.backward();
+                if (config_.clip > 0) {
+                    const double norm = clip_grad_norm(params, config_.clip);
+                    ok = std::isfinite(norm) || reject("gradient norm", norm);
+                } else if (skip_mode) {
+                    ok = gradients_finite(params) || reject("gradient", NAN);
+                }
             }
         }
         if (ok) {
             optimizer_->step_and_zero_grad();
             progress_.loss_sum += static_cast<double>(value) * static_cast<double>(batch.size());
-            progress_.correct += count_correct(logits, batch.labels);
+            if (batch.size() > 0) progress_.correct += count_correct(logits, batch.labels);
             progress_.seen += batch.size();
         } else {
             optimizer_->zero_grad();
@@ -269,13 +339,14 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         }
         scheduler_->step();  // a skipped batch still moves the schedule, as the data moved on
         ++progress_.batch;
+        if (replicas_.check_every > 0 && scheduler_->position() % replicas_.check_every == 0) check_replicas();
         if (on_batch) on_batch(progress_.batch, batches, progress_.seen ? progress_.mean_loss() : NAN);
-        if (stop && progress_.batch < batches && stop()) {
+        if (stop && progress_.batch < batches && stop_on_every_rank(stop())) {
             progress_.seconds = elapsed();
             return progress_;
         }
     }
-    EpochProgress done = progress_;
+    EpochProgress done = reduced(progress_);
     done.seconds = elapsed();
     done.complete = true;
     progress_ = EpochProgress{};
@@ -285,6 +356,90 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
                                        done.skipped, " skipped)"));
     }
     return done;
+}
+
+bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& params, Tensor& logits, float& value) {
+    // Each rank backpropagates its share of the global batch's mean loss, so that every rank's
+    // gradients are parts of one gradient (also for synchronised BatchNorm, whose backward sums
+    // them over the ranks) and the all-reduce adds them up. A rank without rows in this batch
+    // (the last, partial one) still joins every collective: synchronised BatchNorm's through a
+    // forward and backward of its empty slice, the gradient all-reduce with zeros.
+    const bool skip_mode = config_.on_nan == "skip";
+    Tensor objective;
+    if (batch.size() > 0) {
+        logits = model_->forward(batch.inputs);
+        const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
+        value = loss.item();
+        const double share = loader_.share(progress_.batch);
+        if (std::isfinite(value)) {
+            objective = loss * static_cast<float>(share);
+        } else if (skip_mode) {
+            objective = logits.sum() * NAN;  // NaN gradients on every rank after the sum: all skip the step
+        } else {
+            throw NonFinite(str("non-finite loss (", value, ") at epoch ", epochs_done_ + 1, ", batch ", progress_.batch + 1,
+                                " of ", loader_.num_batches(), " on rank ", replicas_.rank));
+        }
+    } else if (config_.bn_sync == "sync" && uses_batch_statistics(config_.model.norm)) {
+        objective = model_->forward(batch.inputs).sum();  // over no rows: 0, but through every BatchNorm
+    }
+    if (objective.defined()) objective.backward();
+    reduce_->all_reduce(1.0f);
+    // From here every rank holds the same gradients, so they all make the same decisions.
+    if (config_.clip > 0) {
+        const double norm = clip_grad_norm(params, config_.clip);
+        if (!std::isfinite(norm)) {
+            if (!skip_mode) throw NonFinite(str("non-finite gradient norm (", norm, ") at epoch ", epochs_done_ + 1,
+                                                ", batch ", progress_.batch + 1, " of ", loader_.num_batches()));
+            return false;
+        }
+    } else if (skip_mode) {
+        return gradients_finite(params);
+    }
+    return true;
+}
+
+EpochProgress Trainer::reduced(const EpochProgress& local) const {
+    if (!replicas_.parallel()) return local;
+    EpochProgress p = local;
+    double sums[3] = {local.loss_sum, static_cast<double>(local.correct), static_cast<double>(local.seen)};
+    dist::all_reduce(sums, 3);
+    p.loss_sum = sums[0];
+    p.correct = static_cast<int64_t>(sums[1]);
+    p.seen = static_cast<int64_t>(sums[2]);
+    return p;
+}
+
+void Trainer::average_running_stats() const {
+    // --bn-sync local: each rank's BatchNorm statistics are its own; evaluation and checkpoints
+    // use their mean over the ranks (the same on every rank afterwards).
+    if (!replicas_.parallel() || config_.bn_sync != "local" || !uses_batch_statistics(config_.model.norm)) return;
+    NoGradGuard no_grad;
+    const float inv_world = 1.0f / static_cast<float>(replicas_.world);
+    for (auto& [name, t] : model_->named_buffers()) {
+        Tensor b = t.detach();
+        if (b.dtype() == kFloat32) {
+            dist::all_reduce(b);
+            float* d = b.data();
+            for (int64_t i = 0; i < b.numel(); ++i) d[i] *= inv_world;
+        } else {
+            dist::all_reduce(b, dist::ReduceOp::max);  // num_batches_tracked (a rank may have sat out a batch)
+        }
+    }
+}
+
+void Trainer::check_replicas() const {
+    const NamedTensors params = model_->named_parameters();
+    Tensor hashes = empty({static_cast<int64_t>(params.size())}, kInt64);
+    for (size_t i = 0; i < params.size(); ++i) hashes.data_ptr<int64_t>()[i] = content_hash(params[i].second);
+    const Tensor all = dist::all_gather(hashes);
+    const int64_t P = hashes.numel();
+    for (int64_t i = 0; i < P; ++i) {
+        for (int r = 1; r < replicas_.world; ++r) {
+            NORMNET_CHECK(all.data_ptr<int64_t>()[r * P + i] == all.data_ptr<int64_t>()[i], "--check-replicas: after step ",
+                          scheduler_->position(), ", rank ", r, "'s parameter ", params[static_cast<size_t>(i)].first,
+                          " differs from rank 0's (the replicas are no longer identical)");
+        }
+    }
 }
 
 std::optional<EpochMetrics> Trainer::run_epoch(const BatchCallback& on_batch, const StopCheck& stop) {
@@ -306,19 +461,37 @@ std::optional<EpochMetrics> Trainer::run_epoch(const BatchCallback& on_batch, co
 }
 
 Evaluation Trainer::evaluate(const Dataset& data, int64_t batch_size) {
-    return cli::evaluate(*model_, data, config_.model.classes, batch_size);
+    if (!replicas_.parallel()) return cli::evaluate(*model_, data, config_.model.classes, batch_size);
+    // Sharded: each rank evaluates its slices, then the counts and sums are added up.
+    average_running_stats();
+    Evaluation e = cli::evaluate(*model_, data, config_.model.classes, batch_size, replicas_.world, replicas_.rank);
+    const int64_t C = config_.model.classes;
+    std::vector<double> sums{e.loss * static_cast<double>(e.count), static_cast<double>(e.correct),
+                             static_cast<double>(e.count)};
+    for (const auto& row : e.confusion) sums.insert(sums.end(), row.begin(), row.end());
+    dist::all_reduce(sums.data(), static_cast<int64_t>(sums.size()));
+    e.correct = static_cast<int64_t>(sums[1]);
+    e.count = static_cast<int64_t>(sums[2]);
+    for (int64_t t = 0; t < C; ++t) {
+        for (int64_t p = 0; p < C; ++p) e.confusion[static_cast<size_t>(t)][static_cast<size_t>(p)] = static_cast<int64_t>(sums[static_cast<size_t>(3 + t * C + p)]);
+    }
+    e.loss = sums[0] / static_cast<double>(std::max<int64_t>(e.count, 1));
+    e.accuracy = static_cast<double>(e.correct) / static_cast<double>(std::max<int64_t>(e.count, 1));
+    return e;
 }
 
-Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size) {
+Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size, int64_t num_replicas,
+                    int64_t rank) {
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
     auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
-    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size});
+    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size * num_replicas, .num_replicas = num_replicas, .rank = rank});
     Evaluation e;
     e.confusion.assign(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
     double loss_sum = 0.0;
     for (const Batch& batch : loader) {
+        if (batch.size() == 0) continue;  // this rank's slice of a last, short batch
         const Tensor logits = model.forward(batch.inputs);
         loss_sum += static_cast<double>(cross_entropy(logits, batch.labels).item()) * static_cast<double>(batch.size());
         const int64_t C = logits.size(1);
@@ -340,6 +513,14 @@ Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const {
+    // Every rank calls this: the running statistics and the epoch's sums are combined over the
+    // ranks, then rank 0 writes (atomically, as one process would) while the others wait for it.
+    average_running_stats();
+    const EpochProgress progress = reduced(progress_);
+    if (!replicas_.leader()) {
+        dist::barrier();
+        return;
+    }
     CheckpointContents c;
     c.model = model_->state_dict();
     const std::string bad = first_non_finite(c.model);
@@ -359,11 +540,16 @@ void Trainer::save_checkpoint(const std::string& dir) const {
                         {"normnet.config", config_.to_json()},
                         {"normnet.epoch", epoch},
                         {"normnet.version", NORMNET_VERSION}};
-    if (progress_.batch > 0) {  // stopped inside an epoch (a signal): where, and the sums so far
-        c.state_metadata["normnet.progress"] = progress_json(progress_);
-        c.model_metadata["normnet.batch"] = std::to_string(progress_.batch);
+    if (replicas_.parallel()) {  // what the run was trained on (a resume may use another world size)
+        c.model_metadata["normnet.world_size"] = std::to_string(replicas_.world);
+        c.model_metadata["normnet.bn_sync"] = config_.bn_sync;
+    }
+    if (progress.batch > 0) {  // stopped inside an epoch (a signal): where, and the sums so far
+        c.state_metadata["normnet.progress"] = progress_json(progress);
+        c.model_metadata["normnet.batch"] = std::to_string(progress.batch);
     }
     commit_checkpoint(dir, std::move(c));
+    if (replicas_.parallel()) dist::barrier();
 }
 
 ResumePoint Trainer::resume(const LoadedCheckpoint& checkpoint) {
@@ -395,6 +581,10 @@ ResumePoint Trainer::resume(const LoadedCheckpoint& checkpoint) {
     default_generator().set_state(p.rng);
     epochs_done_ = p.epoch;
     progress_ = p.progress;
+    if (!replicas_.leader()) {  // the saved sums are every rank's: counted once, on rank 0
+        progress_.loss_sum = 0;
+        progress_.correct = progress_.seen = 0;
+    }
     history_ = p.history;
     return p;
 }

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "normnet/checkpoint.hpp"
+#include "normnet/dist.hpp"
+#include "replicas.hpp"
 #include "run_config.hpp"
 #include "run_folder.hpp"
 
@@ -71,7 +73,12 @@ using StopCheck = std::function<bool()>;
 
 class Trainer {
 public:
-    Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test);
+    /// Under mpirun, `replicas` makes this process one replica of a data-parallel run: it
+    /// trains on its slice of every global batch (config.batch_size, which must divide by the
+    /// world size), the gradients are summed over the ranks once per step, metrics and
+    /// evaluation are reduced over them, and only rank 0 writes checkpoints.
+    Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
+            const Replicas& replicas = {});
 
     /// Trains the rest of the current epoch (all of it, unless resumed from its middle) and
     /// evaluates on the test set; nullopt when `stop` ended the epoch early.
@@ -98,12 +105,23 @@ public:
     int64_t epochs_done() const { return epochs_done_; }
     int64_t batches_per_epoch() const { return loader_.num_batches(); }
     const EpochProgress& progress() const { return progress_; }
+    const Replicas& replicas() const { return replicas_; }
+    /// Seconds spent in the gradient all-reduce so far (0 in one process).
+    double seconds_in_allreduce() const { return reduce_ ? reduce_->seconds_in_allreduce() : 0.0; }
     /// The metrics of every finished epoch, from the first (also those before a resume).
     const std::vector<EpochMetrics>& history() const { return history_; }
     std::vector<EpochMetrics>& history() { return history_; }
 
 private:
+    // What data parallelism adds to a step (only called with a world of more than one).
+    bool parallel_step(const Batch& batch, const std::vector<Tensor>& params, Tensor& logits, float& value);
+    EpochProgress reduced(const EpochProgress& local) const;
+    void average_running_stats() const;
+    void check_replicas() const;
+
     RunConfig config_;
+    Replicas replicas_;
+    std::unique_ptr<dist::GradientAllReduce> reduce_;  // world > 1 only
     std::shared_ptr<const Dataset> train_, test_;
     std::shared_ptr<Sequential> model_;
     std::unique_ptr<Optimizer> optimizer_;
@@ -114,14 +132,17 @@ private:
     std::vector<EpochMetrics> history_;
 };
 
-/// Loss, accuracy and confusion matrix of `model` (of `classes` outputs) in eval mode over `data`.
-Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size = 1000);
+/// Loss, accuracy and confusion matrix of `model` (of `classes` outputs) in eval mode over `data`;
+/// with num_replicas > 1, over this rank's shard of every batch of batch_size x num_replicas
+/// (the counts, sums and confusion are this rank's part; predictions too).
+Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size = 1000,
+                    int64_t num_replicas = 1, int64_t rank = 0);
 
 /// Reads the architecture and training config stored in a checkpoint's metadata.
 std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& checkpoint);
 
 /// Throws normnet::Error (starting with `option`, when given) unless `weights` could hold a model
-/// of `spec` (its Linear layers alone need linear_parameters() values): checked before building
+/// of `spec` (its weights alone need parameters() values): checked before building
 /// the model, so that metadata promising huge layers cannot make a small file allocate gigabytes.
 void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, const std::string& option = "");
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "normnet/export.hpp"
@@ -48,6 +49,8 @@ NORMNET_API void all_reduce(double* values, int64_t n, ReduceOp op = ReduceOp::s
 NORMNET_API void broadcast(Tensor& t, int src = 0);
 /// Rank k's t at row k of the result: [world size, *t.shape] (the same shape on every rank).
 NORMNET_API Tensor all_gather(const Tensor& t);
+/// The same for plain doubles: rank k's n values at out[k * n, (k + 1) * n) (out holds world size x n).
+NORMNET_API void all_gather(const double* values, int64_t n, double* out);
 
 /// Every parameter and buffer of module takes rank src's values (the start of data parallelism).
 NORMNET_API void broadcast_module(const Module& module, int src = 0);
@@ -69,6 +72,25 @@ private:
     Tensor flat_;
     double seconds_ = 0.0;
 };
+
+/// Batch normalisation in training with statistics over every rank's batch (torch.nn.SyncBatchNorm's
+/// forward, on CPUs): per channel, each rank's (count, mean, sum of squared deviations) are
+/// gathered and merged in rank order with Chan et al.'s formula, so every rank normalises with
+/// the global mean and biased variance and updates running_var with the global unbiased one; the
+/// backward all-reduces the two per-channel sums (of dy and dy * xhat) once. The batch-1 rule
+/// applies to the global count; a rank without samples (x [0, C, *]) still joins both collectives.
+/// Every rank's dy must be the gradient of the same loss up to one common factor (each rank's mean
+/// loss over equal local batches, as DDP; or each rank's loss weighted by its share of the global
+/// batch). weight/bias gradients are this rank's part: GradientAllReduce sums them. Arguments as
+/// batch_norm (in training); with one process it is batch_norm.
+NORMNET_API Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                                   const Tensor& weight, const Tensor& bias, std::optional<double> momentum = 0.1,
+                                   double eps = 1e-5, int64_t num_batches_tracked = 0);
+/// Every BatchNorm1d and BatchNorm2d in module's tree computes its training statistics over all
+/// ranks (sync_batch_norm) from now on (torch.nn.SyncBatchNorm.convert_sync_batchnorm, in place:
+/// the layers keep their type and state_dict, so checkpoints stay PyTorch's BatchNorm). Returns the
+/// number of layers converted.
+NORMNET_API int64_t convert_sync_batchnorm(Module& module, bool sync = true);
 
 /// Ends the whole job (every rank) with exit status `code`, as MPI_Abort: for a rank that cannot
 /// go on, so the others do not wait for it forever. Without MPI, std::exit(code).

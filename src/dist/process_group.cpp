@@ -1,6 +1,7 @@
 // The process group behind normnet::dist: MPI's world communicator when normnet is built with
 // MPI (NORMNET_WITH_MPI), else a group of one process. Only the main thread calls MPI (it is
 // initialised with MPI_THREAD_FUNNELED); normnet's worker threads never do.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include "../tensor_impl.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/dist.hpp"
+#include "normnet/nn/norm.hpp"
 
 #ifdef NORMNET_WITH_MPI
 #include <mpi.h>
@@ -134,6 +136,28 @@ Tensor all_gather(const Tensor& t_in) {
 #endif
     std::memcpy(out.impl().bytes(), t.impl().bytes(), static_cast<size_t>(t.numel() * element_size(t.dtype())));
     return out;
+}
+
+void all_gather(const double* values, int64_t n, double* out) {
+#ifdef NORMNET_WITH_MPI
+    if (g_size > 1) {
+        NORMNET_CHECK(n <= kMaxCount, "all_gather: ", n, " values per rank are too many");
+        MPI_Allgather(values, static_cast<int>(n), MPI_DOUBLE, out, static_cast<int>(n), MPI_DOUBLE, MPI_COMM_WORLD);
+        return;
+    }
+#endif
+    std::copy_n(values, n, out);
+}
+
+int64_t convert_sync_batchnorm(Module& module, bool sync) {
+    int64_t converted = 0;
+    module.apply([&](Module& m) {
+        if (auto* bn = dynamic_cast<BatchNormBase*>(&m)) {
+            bn->set_sync_stats(sync);
+            ++converted;
+        }
+    });
+    return converted;
 }
 
 void broadcast_module(const Module& module, int src) {

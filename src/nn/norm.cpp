@@ -4,6 +4,7 @@
 #include "normnet/nn/norm.hpp"
 
 #include "normnet/autograd.hpp"
+#include "normnet/dist.hpp"
 
 #include "normnet/ops.hpp"
 #include "repr.hpp"
@@ -102,6 +103,10 @@ Tensor BatchNormBase::forward(const Tensor& x) {
         num_batches_tracked.fill_(static_cast<double>(batches));
     }
     const bool batch_stats = is_training() || !o.track_running_stats;
+    // As torch.nn.SyncBatchNorm: synchronised in training only.
+    if (is_training() && sync_stats_) {
+        return dist::sync_batch_norm(x, running_mean, running_var, weight, bias, o.momentum, o.eps, batches);
+    }
     return batch_norm(x, running_mean, running_var, weight, bias, batch_stats, o.momentum, o.eps, batches);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../parallel.hpp"
+#include "normnet/dist.hpp"
 #include "normnet/ops.hpp"
 #include "op.hpp"
 
@@ -439,16 +440,13 @@ inline void batch_norm_dx(float* __restrict dx, const float* __restrict dy, cons
     }
 }
 
-// dinp: [N, nc] block (Store; may be null); dy_sum, dy_xhat_sum: [nc] = the channels' sums of dy
-// and dy * xhat (the bias and weight gradients); dout, inp: [N, nc] blocks; mean, mean_lo,
-// rstd, weight: [nc] (weight may be null).
+// dy_sum, dy_xhat_sum: [nc] = the sums of dy and dy * xhat over the [N, nc] block (the bias and
+// weight gradients); dout, inp: [N, nc] blocks; mean, mean_lo, rstd: [nc].
 // Restrict pointers: with this many arrays GCC would not vectorise the channel loops behind
 // runtime alias checks (BatchNorm's backward took 3x longer without them).
-template <class Store>
-void batch_norm_backward_flat(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
-                              const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
-                              const float* __restrict mean_lo, const float* __restrict rstd,
-                              const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t ld) {
+void batch_norm_sums_flat(float* __restrict dy_sum, float* __restrict dy_xhat_sum, const float* __restrict dout,
+                          const float* __restrict inp, const float* __restrict mean, const float* __restrict mean_lo,
+                          const float* __restrict rstd, int64_t N, int64_t nc, int64_t ld) {
     for (int64_t c = 0; c < nc; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
     for (int64_t n = 0; n < N; ++n) {
         const float* dy = dout + n * ld;
@@ -458,8 +456,16 @@ void batch_norm_backward_flat(float* __restrict dinp, float* __restrict dy_sum, 
             dy_xhat_sum[c] += dy[c] * (((x[c] - mean[c]) - mean_lo[c]) * rstd[c]);
         }
     }
-    if (!dinp) return;
-    const float inv_count = 1.0f / static_cast<float>(N);
+}
+
+// dinp: [N, nc] block (Store) from the channels' sums (batch_norm_sums_flat's, over the `1 /
+// inv_count` values the statistics came from: this block's, or every rank's for sync_batch_norm);
+// weight: [nc] (may be null).
+template <class Store>
+void batch_norm_dx_flat(float* __restrict dinp, const float* __restrict dy_sum, const float* __restrict dy_xhat_sum,
+                        const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
+                        const float* __restrict mean_lo, const float* __restrict rstd, const float* __restrict weight,
+                        bool batch_stats, float inv_count, int64_t N, int64_t nc, int64_t ld) {
     for (int64_t n = 0; n < N; ++n) {
         const float* dy = dout + n * ld;
         const float* x = inp + n * ld;
@@ -475,17 +481,14 @@ void batch_norm_backward_flat(float* __restrict dinp, float* __restrict dy_sum, 
     }
 }
 
-// As batch_norm_backward_flat for a block of inp: [N, C, L > 1]: each plane's sums vectorise
-// over its L values (float lanes, added up per channel in double, in sample order), then dx is
-// written plane by plane; both passes walk the block sample by sample, in address order (see
-// channel_stats_planes). sum, sum_xhat: [nc] double scratch.
-template <class Store>
-void batch_norm_backward_planes(float* __restrict dinp, float* __restrict dy_sum, float* __restrict dy_xhat_sum,
-                                double* __restrict sum, double* __restrict sum_xhat, const float* __restrict dout,
-                                const float* __restrict inp, const float* __restrict mean,
-                                const float* __restrict mean_lo, const float* __restrict rstd,
-                                const float* __restrict weight, bool batch_stats, int64_t N, int64_t nc, int64_t L,
-                                int64_t ld) {
+// As batch_norm_sums_flat for a block of inp: [N, C, L > 1]: each plane's sums vectorise over
+// its L values (float lanes, added up per channel in double, in sample order); the pass walks
+// the block sample by sample, in address order (see channel_stats_planes). sum, sum_xhat: [nc]
+// double scratch.
+void batch_norm_sums_planes(float* __restrict dy_sum, float* __restrict dy_xhat_sum, double* __restrict sum,
+                            double* __restrict sum_xhat, const float* __restrict dout, const float* __restrict inp,
+                            const float* __restrict mean, const float* __restrict mean_lo,
+                            const float* __restrict rstd, int64_t N, int64_t nc, int64_t L, int64_t ld) {
     for (int64_t c = 0; c < nc; ++c) sum[c] = sum_xhat[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
@@ -498,8 +501,15 @@ void batch_norm_backward_planes(float* __restrict dinp, float* __restrict dy_sum
         dy_sum[c] = static_cast<float>(sum[c]);
         dy_xhat_sum[c] = static_cast<float>(sum_xhat[c]);
     }
-    if (!dinp) return;
-    const float inv_count = 1.0f / static_cast<float>(N * L);
+}
+
+// As batch_norm_dx_flat for a block of inp: [N, C, L > 1], plane by plane in address order.
+template <class Store>
+void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum,
+                          const float* __restrict dy_xhat_sum, const float* __restrict dout,
+                          const float* __restrict inp, const float* __restrict mean, const float* __restrict mean_lo,
+                          const float* __restrict rstd, const float* __restrict weight, bool batch_stats,
+                          float inv_count, int64_t N, int64_t nc, int64_t L, int64_t ld) {
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
             const float w = weight ? weight[c] : 1.0f;
@@ -519,56 +529,119 @@ int64_t bn_channel_grain(int64_t N, int64_t L) { return grain(N * L, L == 1 ? 8 
 class NativeBatchNormBackward final : public OpNode {
 public:
     bool batch_stats = true;
+    bool sync = false;  // sync_batch_norm: the statistics are every rank's
     int64_t N = 0, C = 0, L = 0;
-    const char* name() const override { return "NativeBatchNormBackward0"; }
+    double count = 0;  // the values per channel the statistics came from (N * L, or every rank's)
+    const char* name() const override { return sync ? "SyncBatchNormBackward" : "NativeBatchNormBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
         const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
         double* scratch = double_scratch(2 * C);
-        const auto channels = [&]<class Store>(float* d) {
-            parallel_for(C, bn_channel_grain(N, L), [&](int64_t c0, int64_t c1) {
-                const float* w = weight.defined() ? weight.data() + c0 : nullptr;
-                if (L == 1) {
-                    batch_norm_backward_flat<Store>(d ? d + c0 : nullptr, s + c0, s + C + c0, dout.data() + c0,
-                                                    x.data() + c0, mean.data() + c0, mean_lo.data() + c0,
-                                                    rstd.data() + c0, w, batch_stats, N, c1 - c0, C);
-                } else {
-                    batch_norm_backward_planes<Store>(d ? d + c0 * L : nullptr, s + c0, s + C + c0, scratch + c0,
-                                                      scratch + C + c0, dout.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
-                                                      mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, N,
-                                                      c1 - c0, L, C * L);
-                }
-            });
+        const float inv_count = 1.0f / static_cast<float>(count);
+        const auto channel_sums = [&](int64_t c0, int64_t c1) {
+            if (L == 1) {
+                batch_norm_sums_flat(s + c0, s + C + c0, dout.data() + c0, x.data() + c0, mean.data() + c0,
+                                     mean_lo.data() + c0, rstd.data() + c0, N, c1 - c0, C);
+            } else {
+                batch_norm_sums_planes(s + c0, s + C + c0, scratch + c0, scratch + C + c0, dout.data() + c0 * L,
+                                       x.data() + c0 * L, mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, N,
+                                       c1 - c0, L, C * L);
+            }
         };
-        dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
+        // dx of channels [c0, c1) from the sums at `t` ([2, C]).
+        const auto channel_dx = [&]<class Store>(float* d, const float* t, int64_t c0, int64_t c1) {
+            const float* w = weight.defined() ? weight.data() + c0 : nullptr;
+            if (L == 1) {
+                batch_norm_dx_flat<Store>(d + c0, t + c0, t + C + c0, dout.data() + c0, x.data() + c0, mean.data() + c0,
+                                          mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, inv_count, N, c1 - c0, C);
+            } else {
+                batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, dout.data() + c0 * L, x.data() + c0 * L,
+                                            mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, w, batch_stats,
+                                            inv_count, N, c1 - c0, L, C * L);
+            }
+        };
+        const int64_t grain = bn_channel_grain(N, L);
+        if (!sync) {
+            // Each chunk's sums, then its dx, while the chunk is in cache.
+            const auto channels = [&]<class Store>(float* d) {
+                parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+                    channel_sums(c0, c1);
+                    if (d) channel_dx.template operator()<Store>(d, s, c0, c1);
+                });
+            };
+            dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
+        } else {
+            // The local sums, then one all-reduce of both (every rank, also one without samples):
+            // dx needs the sums over every rank's values, weight and bias only this rank's part
+            // (the gradient all-reduce adds the parts).
+            parallel_for(C, grain, channel_sums);
+            Tensor global = sums.clone();
+            dist::all_reduce(global);
+            if (dx && N * L > 0) {
+                const auto channels = [&]<class Store>(float* d) {
+                    parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+                        channel_dx.template operator()<Store>(d, global.data(), c0, c1);
+                    });
+                };
+                dx.fresh ? channels.template operator()<Overwrite>(dx.data)
+                         : channels.template operator()<Accumulate>(dx.data);
+            }
+        }
         if (db) db.store(s, C);
         if (dw) dw.store(s + C, C);
     }
 };
 
+// Per channel: merges `ranks` blocks of (count, mean, m2) [3][C] in rank order with Chan et al.'s
+// pairwise update into mean and the biased var; returns the total count (the same on every rank,
+// as the blocks and their order are).
+double merge_channel_stats(double* __restrict mean, double* __restrict var, const double* __restrict blocks,
+                           int ranks, int64_t C) {
+    double total = 0;
+    for (int64_t c = 0; c < C; ++c) {
+        double n = 0, m = 0, m2 = 0;
+        for (int r = 0; r < ranks; ++r) {
+            const double* b = blocks + static_cast<int64_t>(r) * 3 * C;
+            const double nb = b[c], mb = b[C + c], m2b = b[2 * C + c];
+            if (nb == 0) continue;
+            const double sum = n + nb, delta = mb - m;
+            m += delta * (nb / sum);
+            m2 += m2b + delta * delta * (n * nb / sum);
+            n = sum;
+        }
+        mean[c] = m;
+        var[c] = n > 0 ? m2 / n : 0.0;
+        total = n;
+    }
+    return total;
+}
+
 }  // namespace
 }  // namespace detail
 
-Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight_in,
-                  const Tensor& bias_in, bool training, std::optional<double> momentum, double eps,
-                  int64_t num_batches_tracked) {
-    NORMNET_CHECK(x_in.dim() >= 2, "batch_norm: expected an input of at least 2 dimensions [N, C, *], got shape ",
+namespace {
+
+// batch_norm and dist::sync_batch_norm: with `sync` (training only) the statistics of each channel
+// are every rank's, from one all-gather of (count, mean, m2), and the backward all-reduces its sums.
+Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight_in, const Tensor& bias_in, bool training, std::optional<double> momentum,
+                       double eps, int64_t num_batches_tracked, bool sync, const char* op) {
+    NORMNET_CHECK(x_in.dim() >= 2, op, ": expected an input of at least 2 dimensions [N, C, *], got shape ",
                   x_in.shape());
     for (const Tensor* t : {&x_in, &running_mean, &running_var, &weight_in, &bias_in}) {
-        NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, "batch_norm: expected float32 tensors, got ",
-                      t->dtype());
+        NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, op, ": expected float32 tensors, got ", t->dtype());
     }
     const int64_t N = x_in.size(0), C = x_in.size(1), L = detail::spatial_size(x_in);
     for (const Tensor* p : {&running_mean, &running_var, &weight_in, &bias_in}) {
-        NORMNET_CHECK(!p->defined() || (p->dim() == 1 && p->size(0) == C), "batch_norm: a parameter or buffer of shape ",
+        NORMNET_CHECK(!p->defined() || (p->dim() == 1 && p->size(0) == C), op, ": a parameter or buffer of shape ",
                       p->shape(), " does not match ", C, " channels of input ", x_in.shape());
     }
-    NORMNET_CHECK(running_mean.defined() == running_var.defined(),
-                  "batch_norm: give both running_mean and running_var or neither");
+    NORMNET_CHECK(running_mean.defined() == running_var.defined(), op,
+                  ": give both running_mean and running_var or neither");
     NORMNET_CHECK(training || running_mean.defined(), "running_mean must be defined in evaluation mode");
-    if (training) {
+    if (training && !sync) {
         NORMNET_CHECK(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape());
     }
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
@@ -577,19 +650,39 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
     double* mean_d = detail::double_scratch(3 * C);
     double* var_d = mean_d + C;
     const int64_t grain = detail::bn_channel_grain(N, L);
+    double count = static_cast<double>(N * L);
     if (training) {
-        detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-            if (L == 1) {
-                detail::channel_stats_flat(mean_d + c0, var_d + c0, x.data() + c0, N, c1 - c0, C);
-            } else {
-                detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N, c1 - c0,
-                                             L, C * L);
+        if (N * L > 0) {
+            detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+                if (L == 1) {
+                    detail::channel_stats_flat(mean_d + c0, var_d + c0, x.data() + c0, N, c1 - c0, C);
+                } else {
+                    detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N,
+                                                 c1 - c0, L, C * L);
+                }
+            });
+        } else {
+            std::fill_n(mean_d, 2 * C, 0.0);
+        }
+        if (sync) {
+            // This rank's (count, mean, m2) per channel, gathered from every rank and merged.
+            const int ranks = dist::get_world_size();
+            std::vector<double> local(static_cast<size_t>(3 * C)), blocks(static_cast<size_t>(3 * C * ranks));
+            for (int64_t c = 0; c < C; ++c) {
+                local[static_cast<size_t>(c)] = count;
+                local[static_cast<size_t>(C + c)] = mean_d[c];
+                local[static_cast<size_t>(2 * C + c)] = var_d[c] * count;
             }
-        });
+            dist::all_gather(local.data(), 3 * C, blocks.data());
+            count = detail::merge_channel_stats(mean_d, var_d, blocks.data(), ranks, C);
+            // The batch-1 rule on the global count: every rank sees the same count, so all refuse.
+            NORMNET_CHECK(count > 1, "Expected more than 1 value per channel when training, got ", count,
+                          " over all ", ranks, " ranks (this rank's input size ", x_in.shape(), ")");
+        }
         if (running_mean.defined()) {
             // PyTorch's momentum=None is a cumulative average over the batches seen so far.
             const double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(num_batches_tracked, 1));
-            const double unbias = static_cast<double>(N * L) / static_cast<double>(N * L - 1);
+            const double unbias = count / (count - 1);
             float* rm = running_mean.data();
             float* rv = running_var.data();
             for (int64_t c = 0; c < C; ++c) {
@@ -613,22 +706,43 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& running_mean, const Tensor& 
         rstd.data()[c] = static_cast<float>(rstd_d[c]);
     }
     Tensor out = empty(x.shape());
-    detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-        const float* w = weight.defined() ? weight.data() + c0 : nullptr;
-        const float* b = bias.defined() ? bias.data() + c0 : nullptr;
-        if (L == 1) {
-            detail::batch_norm_apply_flat(out.data() + c0, x.data() + c0, mean_d + c0, rstd_d + c0, w, b, N, c1 - c0, C);
-        } else {
-            detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
-                                            mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
-        }
-    });
+    if (N * L > 0) {
+        detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+            const float* w = weight.defined() ? weight.data() + c0 : nullptr;
+            const float* b = bias.defined() ? bias.data() + c0 : nullptr;
+            if (L == 1) {
+                detail::batch_norm_apply_flat(out.data() + c0, x.data() + c0, mean_d + c0, rstd_d + c0, w, b, N, c1 - c0,
+                                              C);
+            } else {
+                detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
+                                                mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
+            }
+        });
+    }
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
                                                                       {x, weight, mean, mean_lo, rstd})) {
         node->batch_stats = training;
+        node->sync = sync;
         node->N = N, node->C = C, node->L = L;
+        node->count = count;
     }
     return out;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, std::optional<double> momentum, double eps,
+                  int64_t num_batches_tracked) {
+    return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, num_batches_tracked,
+                           false, "batch_norm");
+}
+
+Tensor dist::sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                             const Tensor& weight, const Tensor& bias, std::optional<double> momentum, double eps,
+                             int64_t num_batches_tracked) {
+    return batch_norm_impl(x, running_mean, running_var, weight, bias, true, momentum, eps, num_batches_tracked,
+                           true, "sync_batch_norm");
 }
 
 namespace detail {

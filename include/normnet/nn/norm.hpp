@@ -108,11 +108,18 @@ public:
     Tensor forward(const Tensor& x) override;
     /// The options given at construction.
     const BatchNormOptions& options() const { return common(); }
+    /// Training statistics over every rank of the process group (dist::sync_batch_norm) instead
+    /// of this process's batch; set by dist::convert_sync_batchnorm. Eval mode is unaffected.
+    void set_sync_stats(bool on) { sync_stats_ = on; }
+    bool sync_stats() const { return sync_stats_; }
 
 protected:
     BatchNormBase(const BatchNormOptions& options, const char* layer) : NormBase(options, layer) {}
     /// Throws unless x has a rank this layer accepts.
     virtual void check_input_dim(const Tensor& x) const = 0;
+
+private:
+    bool sync_stats_ = false;
 };
 
 /// BatchNorm over [N, C] or [N, C, L] input (torch.nn.BatchNorm1d).

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Data-parallel scaling of `normnet train`'s loop on this machine (a benchmark, not a test).
+
+Times the seed MLP (784-300-100-10, LayerNorm, Adam) at global batch 128 with `normnet bench`:
+one process with 2 threads against `mpirun -np 2` with 1 thread each, alternating the two
+configurations `--rounds` times so both see the same machine state, and prints samples/s, the
+milliseconds per step spent in the gradient all-reduce (which include waiting for the slower
+rank) and the scaling efficiency (N = 2 x 1 samples/s over N = 1 x 2 samples/s). Then measures
+the all-reduce cost alpha + beta * P with allreduce_bench over shared memory (vader) and over
+TCP on loopback.
+
+  /usr/bin/python3 apps/dist/scaling_bench.py --build build --data data/mnist
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+
+
+def bench(args, world, threads):
+    cmd = [os.path.join(args.build, "apps/normnet/normnet"), "bench", "--norms", "layer", "--batch-sizes",
+           str(args.batch), "--threads", str(threads), "--data", args.data, "--epochs", str(args.epochs),
+           "--warmup-epochs", "1", "--json"]
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    if world > 1:
+        cmd = MPIRUN + ["-np", str(world), "--mca", "btl", "self,vader"] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def allreduce_fit(args, transport):
+    cmd = MPIRUN + ["-np", "2", "--mca", "btl", "self," + transport, "--mca", "btl_tcp_if_include", "lo",
+                    os.path.join(args.build, "apps/dist/allreduce_bench")]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    m = re.search(r"alpha = ([0-9.]+) us, beta = ([0-9.]+) ns per float", out)
+    return float(m.group(1)), float(m.group(2)), out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default="build")
+    p.add_argument("--data", default="data/mnist")
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=3, help="timed epochs per configuration (median)")
+    p.add_argument("--rounds", type=int, default=2, help="alternations of the two configurations")
+    p.add_argument("--limit", type=int, default=0, help="training images (0: all 60000)")
+    args = p.parse_args()
+
+    rows = {(1, 2): [], (2, 1): []}
+    for _ in range(args.rounds):
+        for world, threads in ((1, 2), (2, 1)):
+            rows[(world, threads)].append(bench(args, world, threads))
+    print(f"seed MLP, LayerNorm, Adam, global batch {args.batch}, median of {args.epochs} epochs per run, "
+          f"{args.rounds} alternating rounds (shared machine)")
+    print("| processes x threads | round | samples/s | s/epoch | allreduce ms/step |")
+    print("|---|---:|---:|---:|---:|")
+    for (world, threads), runs in rows.items():
+        for i, r in enumerate(runs):
+            print(f"| {world} x {threads} | {i + 1} | {r['samples_per_second']:.0f} | {r['median_seconds']:.3f} | "
+                  f"{r.get('allreduce_ms_per_step', 0.0):.3f} |")
+    one = statistics.median(r["samples_per_second"] for r in rows[(1, 2)])
+    two = statistics.median(r["samples_per_second"] for r in rows[(2, 1)])
+    print(f"efficiency (2 x 1 over 1 x 2, medians): {two / one:.1%} (target >= 90%)")
+    for transport in ("vader", "tcp"):
+        alpha, beta, _ = allreduce_fit(args, transport)
+        print(f"allreduce over {transport}, 2 ranks: alpha = {alpha:.2f} us, beta = {beta:.3f} ns per float "
+              f"({4 / beta:.2f} GB/s)")
+
+
+if __name__ == "__main__":
+    main()

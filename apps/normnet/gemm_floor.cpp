@@ -1,0 +1,67 @@
+// The GEMM floor's passes: the products through detail::gemm, split as the layers split them.
+#include "gemm_floor.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "ops/gemm.hpp"
+#include "parallel.hpp"
+#include "normnet/threads.hpp"
+
+namespace normnet::cli {
+
+FloorPass::FloorPass(std::vector<Product> products, int64_t images) : products_(std::move(products)), images_(images) {
+    const int threads = images_ > 0 ? std::max(1, get_num_threads()) : 1;
+    for (int t = 0; t < threads; ++t) {
+        ops_.emplace_back();
+        for (const Product& p : products_) {
+            ops_.back().push_back({std::vector<float>(static_cast<size_t>(p.M * p.K), 0.5f),
+                                   std::vector<float>(static_cast<size_t>(p.K * p.N), 0.25f),
+                                   std::vector<float>(static_cast<size_t>(p.M * p.N), 0.0f)});
+        }
+    }
+}
+
+void FloorPass::run() {
+    const auto one = [this](std::vector<Operands>& ops) {
+        for (size_t i = 0; i < products_.size(); ++i) {
+            const Product& p = products_[i];
+            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, ops[i].a.data(), p.ta ? p.M : p.K, ops[i].b.data(),
+                         p.tb ? p.K : p.N, 0.0f, ops[i].c.data(), p.N);
+        }
+    };
+    if (images_ == 0) {
+        one(ops_[0]);
+        return;
+    }
+    detail::parallel_for_chunks(images_, 1, [&](int chunk, int64_t b, int64_t e) {
+        for (int64_t n = b; n < e; ++n) one(ops_[static_cast<size_t>(chunk)]);
+    });
+}
+
+StepFloor::StepFloor(const std::vector<FloorLayer>& layers) {
+    for (const FloorLayer& l : layers) {
+        if (!l.forward.empty()) passes_.emplace_back(l.forward, l.images);
+        if (!l.backward.empty()) passes_.emplace_back(l.backward, l.images);
+    }
+}
+
+void StepFloor::run() {
+    for (FloorPass& p : passes_) p.run();
+}
+
+double StepFloor::seconds(double budget) {
+    using Clock = std::chrono::steady_clock;
+    run();  // warm-up
+    std::vector<double> times;
+    const auto start = Clock::now();
+    while (times.size() < 3 || (std::chrono::duration<double>(Clock::now() - start).count() < budget && times.size() < 10000)) {
+        const auto t = Clock::now();
+        run();
+        times.push_back(std::chrono::duration<double>(Clock::now() - t).count());
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+}  // namespace normnet::cli

@@ -1,0 +1,55 @@
+// The "GEMM floor" of a training step: the lowered matrix products of its layers (the shapes,
+// per-thread split and threads that conv2d and linear use) run through the sgemm wrapper alone,
+// on operands allocated once. `normnet bench` and apps/microbench/conv_bench time it next to
+// the real step; a model's registry row lists its products (ModelKind::gemm_products).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace normnet::cli {
+
+/// One sgemm shape: C [M, N] = op(A) [M, K] @ op(B) [K, N].
+struct Product {
+    bool ta = false, tb = false;
+    int64_t M = 0, N = 0, K = 0;
+};
+
+/// A layer's products of one step: per image (`images` > 0, repeated for each image with the
+/// images split between the threads, as conv2d runs them) or whole-batch (`images` 0, split by
+/// gemm itself, as linear runs them).
+struct FloorLayer {
+    std::string name;
+    std::vector<Product> forward, backward;
+    int64_t images = 0;
+};
+
+/// The products of one pass, with their operands allocated once (per thread for per-image ones).
+class FloorPass {
+public:
+    FloorPass(std::vector<Product> products, int64_t images);
+    void run();
+
+private:
+    struct Operands {
+        std::vector<float> a, b, c;
+    };
+    std::vector<Product> products_;
+    int64_t images_ = 0;
+    std::vector<std::vector<Operands>> ops_;  // [thread][product]
+};
+
+/// Forward and backward passes of every layer of a step, ready to run.
+class StepFloor {
+public:
+    explicit StepFloor(const std::vector<FloorLayer>& layers);
+    /// All products of one training step.
+    void run();
+    /// Median seconds of run() over repetitions filling `budget` seconds (at least 3, after one warm-up).
+    double seconds(double budget);
+
+private:
+    std::vector<FloorPass> passes_;
+};
+
+}  // namespace normnet::cli

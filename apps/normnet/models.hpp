@@ -1,0 +1,71 @@
+// The model registry: one row per architecture the command line trains (`--model mlp|cnn`).
+// A row says what its options are (and their defaults), which normalisations apply (through
+// the site where they sit, norms.hpp), how its spec is checked and described, how many
+// parameters it has, how it is built, the products of its GEMM floor and its default training
+// recipe. Adding a model is one file model_<name>.cpp defining its row and one line in
+// models.cpp's table; train, eval, compare, bench and the checkpoint metadata then know it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gemm_floor.hpp"
+#include "model_spec.hpp"
+#include "norms.hpp"
+
+namespace normnet::cli {
+
+struct RunConfig;
+
+/// One size option of a model: its JSON key (and ModelSpec::sizes key), its command-line flag
+/// ("" for sizes fixed by the data, such as the CNN's image shape), help and defaults.
+struct ModelOption {
+    std::string key;
+    std::string flag;
+    std::string help;
+    std::vector<int64_t> defaults;
+    bool scalar = false;  // one integer (a JSON number) rather than a list
+};
+
+struct ModelKind {
+    std::string name;     // --model value and the JSON "type"
+    std::string summary;  // for --help
+    NormSite site = NormSite::features;
+    std::string default_norm;
+    std::vector<ModelOption> options;
+    /// Sets the model's default recipe (dataset, epochs, lr...) over RunConfig's defaults; the
+    /// options given on the command line are applied after it.
+    void (*recipe)(RunConfig& config) = nullptr;
+    /// The architecture without its normalisation: "784-300-100-10".
+    std::string (*describe)(const ModelSpec& spec) = nullptr;
+    /// Checks beyond every size being in [1, kMaxWidth] (e.g. groups dividing the channels);
+    /// messages start with `where`.
+    void (*check)(const ModelSpec& spec, const std::string& where) = nullptr;
+    /// The parameters a checkpoint of this model holds at least (ModelSpec::parameters()).
+    double (*parameters)(const ModelSpec& spec) = nullptr;
+    /// The model, on inputs [N, inputs] as the data loader gives them.
+    std::shared_ptr<Sequential> (*build)(const ModelSpec& spec) = nullptr;
+    /// The matrix products of one training step at `batch` (bench's GEMM floor).
+    std::vector<FloorLayer> (*gemm_products)(const ModelSpec& spec, int64_t batch) = nullptr;
+};
+
+/// The registry, in the order help texts list it.
+const std::vector<const ModelKind*>& model_kinds();
+/// The row of `name`; throws normnet::Error naming `where` and the choices otherwise.
+const ModelKind& model_kind(const std::string& name, const std::string& where = "--model");
+/// "mlp or cnn"
+std::string model_choices();
+
+// Pieces the rows share: a stack of Linear layers from `in` features through `widths` (the
+// last is the output), its weights and biases, and its products for the GEMM floor (the input
+// gradient of the first layer only when `input_needs_grad`).
+double linear_stack_parameters(double in, const std::vector<int64_t>& widths);
+void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
+                         bool input_needs_grad);
+
+// The rows (one file each).
+const ModelKind& mlp_model();
+const ModelKind& cnn_model();
+
+}  // namespace normnet::cli

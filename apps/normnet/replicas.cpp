@@ -1,0 +1,61 @@
+// Replicas: finding the launcher's process group, and ending it when one rank fails.
+#include "replicas.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "normnet/dist.hpp"
+
+namespace normnet::cli {
+namespace {
+
+Replicas g_current;
+
+int env_int(const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : fallback;
+}
+
+// Set by Open MPI's mpirun, by PMIx launchers (srun --mpi=pmix) and by PMI-1/2 launchers.
+bool launched() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+        if (std::getenv(name)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+Replicas Replicas::from_environment() {
+    Replicas r;
+    if (launched() && dist::is_available()) {
+        dist::init_process_group();
+        r.rank = dist::get_rank();
+        r.world = dist::get_world_size();
+        r.local_size = std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", env_int("MPI_LOCALNRANKS", 1)));
+    }
+    g_current = r;
+    return r;
+}
+
+const Replicas& Replicas::current() { return g_current; }
+
+int threads_per_rank(int requested, const Replicas& replicas) {
+    if (requested > 0) return requested;
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / replicas.local_size);
+}
+
+std::string error_prefix() {
+    const Replicas& r = Replicas::current();
+    if (!r.parallel()) return "normnet: error: ";
+    return "normnet: error: rank " + std::to_string(r.rank) + " of " + std::to_string(r.world) + ": ";
+}
+
+int failed(int status) {
+    if (Replicas::current().parallel()) dist::abort_job(status);
+    return status;
+}
+
+}  // namespace normnet::cli
