@@ -31,15 +31,6 @@ struct TrainArgs {
     bool quiet = false;
 };
 
-std::string default_run_dir() {
-    const std::time_t now = std::time(nullptr);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
-    std::string dir = std::string("runs/") + stamp;
-    for (int i = 2; fs::exists(dir); ++i) dir = std::string("runs/") + stamp + "_" + std::to_string(i);
-    return dir;
-}
-
 std::string percent(double fraction) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * fraction);
@@ -83,26 +74,12 @@ void write_config_json(const std::string& dir, const RunConfig& config, const st
     write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
 }
 
-bool same_folder(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return fs::equivalent(a.empty() ? "." : a, b.empty() ? "." : b, ec);
-}
-
 double best_accuracy(const std::vector<EpochMetrics>& history) {
     double best = 0.0;
     for (const EpochMetrics& m : history) {
         if (m.test_acc > best) best = m.test_acc;  // NaN (unknown) never wins
     }
     return best;
-}
-
-// A run that fails before its first checkpoint leaves nothing: its config.json and header-only
-// metrics.csv go, and so does the folder if the run made it.
-void discard_run_folder(const std::string& dir, bool existed) {
-    std::error_code ec;
-    fs::remove(fs::path(dir) / kConfigFile, ec);
-    fs::remove(fs::path(dir) / kMetricsFile, ec);
-    if (!existed) fs::remove(dir, ec);  // only if empty
 }
 
 // Where the run stands, for messages: "epoch 3", or "epoch 3, batch 120 of 469" inside one.
@@ -159,7 +136,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
 
     // Everything that can fail on bad input has happened; now the run folder.
     std::string dir = args.out;
-    if (dir.empty()) dir = args.resume.empty() ? default_run_dir() : checkpoint_dir;
+    if (dir.empty()) dir = args.resume.empty() ? new_run_dir("runs/") : checkpoint_dir;
     if (dir.empty()) dir = ".";
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
