@@ -4,11 +4,15 @@
 #pragma once
 
 #include "normnet/nn/activation.hpp"
+#include "normnet/nn/attention.hpp"
 #include "normnet/nn/container.hpp"
 #include "normnet/nn/conv.hpp"
 #include "normnet/nn/dropout.hpp"
+#include "normnet/nn/embedding.hpp"
 #include "normnet/nn/init.hpp"
 #include "normnet/nn/linear.hpp"
 #include "normnet/nn/loss.hpp"
 #include "normnet/nn/norm.hpp"
 #include "normnet/nn/pooling.hpp"
+#include "normnet/nn/rnn.hpp"
+#include "normnet/nn/transformer.hpp"

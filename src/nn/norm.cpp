@@ -187,3 +187,20 @@ std::string RMSNorm::extra_repr() const {
 }
 
 }  // namespace normnet
+
+// ---------------------------------------------------------------- SequenceBatchNorm
+
+namespace normnet {
+
+void SequenceBatchNorm::check_input_dim(const Tensor& x) const {
+    NORMNET_CHECK(x.dim() >= 2, "SequenceBatchNorm: expected input [*, C] of at least 2 dimensions (got ", x.dim(),
+                  "D input of shape ", x.shape(), ")");
+}
+
+Tensor SequenceBatchNorm::forward(const Tensor& x) {
+    check_input_dim(x);
+    const int64_t C = x.size(x.dim() - 1);
+    return BatchNormBase::forward(x.reshape({-1, C})).reshape(x.shape());
+}
+
+}  // namespace normnet

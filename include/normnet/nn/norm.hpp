@@ -238,3 +238,23 @@ private:
 };
 
 }  // namespace normnet
+
+namespace normnet {
+
+/// BatchNorm over batch x time for sequences (PowerNorm's "BN in Transformers"): input [*, C]
+/// (e.g. [N, T, C] or [T, N, C]) is normalised per channel C over all the leading positions
+/// together, as BatchNorm1d over the [N * T, C] rows. The same options, parameters and buffers as
+/// BatchNorm1d, so its state_dict loads into a torch.nn.BatchNorm1d applied to x.reshape(-1, C).
+class NORMNET_API SequenceBatchNorm : public BatchNormBase {
+public:
+    explicit SequenceBatchNorm(const BatchNorm1dOptions& options) : BatchNormBase(options, "SequenceBatchNorm") {}
+    explicit SequenceBatchNorm(int64_t num_features) : SequenceBatchNorm(BatchNorm1dOptions{num_features}) {}
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "SequenceBatchNorm"; }
+    std::shared_ptr<Module> clone() const override { return clone_of(*this); }
+
+protected:
+    void check_input_dim(const Tensor& x) const override;
+};
+
+}  // namespace normnet

@@ -1,0 +1,57 @@
+// CharTransformer: a GPT-style decoder for character-level language modelling (as
+// torchvision.models is for images, normnet::models holds whole models built from nn modules).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "normnet/export.hpp"
+#include "normnet/module.hpp"
+#include "normnet/nn/dropout.hpp"
+#include "normnet/nn/embedding.hpp"
+#include "normnet/nn/linear.hpp"
+#include "normnet/nn/transformer.hpp"
+
+namespace normnet::models {
+
+/// Options of CharTransformer; the defaults are issue 13's model (context 128, d_model 128, 4
+/// blocks of 4 heads, pre-LN).
+struct CharTransformerOptions {
+    int64_t vocab_size = 0;
+    int64_t context = 128;         // the longest sequence forward accepts
+    int64_t d_model = 128;
+    int64_t n_layers = 4;
+    int64_t n_heads = 4;
+    double dropout = 0.0;          // on the embeddings, attention weights and residual branches
+    std::string norm = "layer";    // inside each block and the final norm: layer, rms, batch, none
+    bool norm_first = true;        // pre-LN (with a final norm) or post-LN (without)
+    int64_t dim_feedforward = 0;   // 0: 4 * d_model
+};
+
+/// Token embedding tok_emb [vocab_size, d_model] plus a learned positional embedding pos_emb
+/// [context, d_model] (both drawn from N(0, 0.02^2), as GPT-2), dropout "drop", n_layers
+/// TransformerEncoderLayers (GELU, batch_first) under causal attention in "encoder" (with the
+/// final norm encoder.norm when norm_first), and an untied linear head [vocab_size, d_model]
+/// without bias. State_dict keys: tok_emb.weight, pos_emb, encoder.layers.0.self_attn.in_proj_weight,
+/// ..., encoder.norm.weight, head.weight.
+class NORMNET_API CharTransformer : public Cloneable<CharTransformer> {
+public:
+    explicit CharTransformer(const CharTransformerOptions& options);
+    /// tokens: int64 [B, T] with T <= context, each in [0, vocab_size) -> logits [B, T, vocab_size];
+    /// position t sees tokens 0..t only.
+    Tensor forward(const Tensor& tokens) override;
+    std::string type_name() const override { return "CharTransformer"; }
+    const CharTransformerOptions& options() const { return options_; }
+
+    std::shared_ptr<Embedding> tok_emb;
+    Tensor pos_emb;
+    std::shared_ptr<Dropout> drop;
+    std::shared_ptr<TransformerEncoder> encoder;
+    std::shared_ptr<Linear> head;
+
+private:
+    CharTransformerOptions options_;
+};
+
+}  // namespace normnet::models

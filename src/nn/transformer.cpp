@@ -1,0 +1,84 @@
+// TransformerEncoderLayer and TransformerEncoder: PyTorch's structure and forward (pre- and
+// post-LN), with the normalisation inside a block chosen by name.
+#include "normnet/nn/transformer.hpp"
+
+#include "normnet/nn/norm.hpp"
+#include "normnet/ops.hpp"
+
+namespace normnet {
+
+std::shared_ptr<Module> make_sequence_norm(const std::string& norm, int64_t features, double eps, const char* where) {
+    if (norm == "layer") return std::make_shared<LayerNorm>(LayerNormOptions{{features}, eps});
+    if (norm == "rms") return std::make_shared<RMSNorm>(RMSNormOptions{{features}, eps});
+    if (norm == "batch") return std::make_shared<SequenceBatchNorm>(BatchNorm1dOptions{features, eps});
+    if (norm == "none") return std::make_shared<Identity>();
+    fail(where, ": unknown norm '", norm, "' (expected layer, rms, batch or none)");
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOptions& options) : options_(options) {
+    const auto& o = options;
+    NORMNET_CHECK(o.d_model > 0 && o.nhead > 0 && o.dim_feedforward > 0, "TransformerEncoderLayer: d_model (", o.d_model,
+                  "), nhead (", o.nhead, ") and dim_feedforward (", o.dim_feedforward, ") must be positive");
+    NORMNET_CHECK(o.activation == "relu" || o.activation == "gelu",
+                  "TransformerEncoderLayer: activation should be relu or gelu, not ", o.activation);
+    self_attn = register_module("self_attn", std::make_shared<MultiheadAttention>(MultiheadAttentionOptions{
+                                                 o.d_model, o.nhead, o.dropout, true, o.batch_first}));
+    linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.dim_feedforward));
+    dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
+    linear2 = register_module("linear2", std::make_shared<Linear>(o.dim_feedforward, o.d_model));
+    norm1 = make_sequence_norm(o.norm, o.d_model, o.layer_norm_eps, "TransformerEncoderLayer");
+    norm2 = make_sequence_norm(o.norm, o.d_model, o.layer_norm_eps, "TransformerEncoderLayer");
+    add_child("norm1", norm1);
+    add_child("norm2", norm2);
+    dropout1 = register_module("dropout1", std::make_shared<Dropout>(o.dropout));
+    dropout2 = register_module("dropout2", std::make_shared<Dropout>(o.dropout));
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask,
+                                        bool is_causal) {
+    const auto sa_block = [&](const Tensor& x) {
+        return dropout1->forward(std::get<0>(self_attn->forward(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal)));
+    };
+    const auto ff_block = [&](const Tensor& x) {
+        const Tensor h = linear1->forward(x);
+        return dropout2->forward(linear2->forward(dropout->forward(options_.activation == "gelu" ? gelu(h) : relu(h))));
+    };
+    Tensor x = src;
+    if (options_.norm_first) {
+        x = x + sa_block(norm1->forward(x));
+        x = x + ff_block(norm2->forward(x));
+    } else {
+        x = norm1->forward(x + sa_block(x));
+        x = norm2->forward(x + ff_block(x));
+    }
+    return x;
+}
+
+TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options) : options_(options) {
+    NORMNET_CHECK(options.num_layers > 0, "TransformerEncoder: num_layers must be positive, got ", options.num_layers);
+    layers = register_module("layers", std::make_shared<ModuleList>());
+    for (int64_t i = 0; i < options.num_layers; ++i) {
+        layer_list_.push_back(std::make_shared<TransformerEncoderLayer>(options.encoder_layer));
+        layers->push_back(layer_list_.back());
+    }
+    if (options.final_norm) {
+        const auto& l = options.encoder_layer;
+        norm = make_sequence_norm(l.norm, l.d_model, l.layer_norm_eps, "TransformerEncoder");
+        add_child("norm", norm);
+    }
+}
+
+TransformerEncoderLayer& TransformerEncoder::layer(size_t i) const {
+    NORMNET_CHECK(i < layer_list_.size(), "TransformerEncoder: layer ", i, " is out of range for ", layer_list_.size(),
+                  " layers");
+    return *layer_list_[i];
+}
+
+Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask,
+                                   bool is_causal) {
+    Tensor x = src;
+    for (const auto& l : layer_list_) x = l->forward(x, mask, src_key_padding_mask, is_causal);
+    return norm ? norm->forward(x) : x;
+}
+
+}  // namespace normnet

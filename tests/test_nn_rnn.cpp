@@ -1,0 +1,147 @@
+// LSTM, GRU and LayerNormLSTM modules against PyTorch goldens (tests/golden/gen_seq_rnn.py:
+// torch.nn.LSTM/GRU with pack_padded_sequence; LayerNormLSTM against a float64 reference in torch
+// ops), padded steps against each sequence run alone, gradcheck, errors.
+#include "module_golden.hpp"
+
+#include "normnet/nn/rnn.hpp"
+
+using namespace normnet;
+using Catch::Contains;
+using test::meta_flag;
+using test::require_close;
+
+namespace {
+
+int64_t meta_int(const SafetensorsData& g, const std::string& key) { return std::stoll(g.metadata.at(key)); }
+
+std::shared_ptr<RNNBase> make_rnn(const std::string& kind, const RNNOptions& o) {
+    if (kind == "lstm") return std::make_shared<LSTM>(o);
+    if (kind == "gru") return std::make_shared<GRU>(o);
+    return std::make_shared<LayerNormLSTM>(LayerNormLSTMOptions{o.input_size, o.hidden_size, o.num_layers, o.bias,
+                                                                o.batch_first, o.dropout});
+}
+
+// (output, h_n, c_n) of any of the three.
+std::tuple<Tensor, Tensor, Tensor> run(RNNBase& m, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                                       const Tensor& lengths) {
+    if (auto* gru = dynamic_cast<GRU*>(&m)) {
+        auto [out, h] = gru->forward(x, h0, lengths);
+        return {out, h, Tensor{}};
+    }
+    if (auto* lstm = dynamic_cast<LSTM*>(&m)) {
+        auto [out, s] = lstm->forward(x, {h0, c0}, lengths);
+        return {out, std::get<0>(s), std::get<1>(s)};
+    }
+    auto [out, s] = dynamic_cast<LayerNormLSTM&>(m).forward(x, {h0, c0}, lengths);
+    return {out, std::get<0>(s), std::get<1>(s)};
+}
+
+void check_gradcheck(const GradcheckResult& r) {
+    INFO(r.message);
+    CHECK(r.ok);
+}
+
+}  // namespace
+
+TEST_CASE("nn rnn: LSTM, GRU and LayerNormLSTM match PyTorch (lengths, both layouts, states)", "[nn][rnn][golden]") {
+    const auto g = test::golden("seq_rnn.safetensors");
+    for (const std::string c : {"lstm2_seq_first", "lstm2_bf_lengths", "lstm_seq_lengths_nobias", "lstm_size1", "gru2_bf",
+                                "gru2_seq_lengths", "lnlstm2_seq_first", "lnlstm2_bf_lengths", "lnlstm_nobias_size1"}) {
+        INFO("case " << c);
+        const std::string kind = g.metadata.at(c + ".kind");
+        auto m = make_rnn(kind, RNNOptions{.input_size = meta_int(g, c + ".input_size"),
+                                           .hidden_size = meta_int(g, c + ".hidden_size"),
+                                           .num_layers = meta_int(g, c + ".num_layers"),
+                                           .bias = meta_flag(g, c + ".bias"),
+                                           .batch_first = meta_flag(g, c + ".batch_first")});
+        test::load_torch_state(*m, g, c);
+        Tensor x = test::leaf(g.at(c + ".x"));
+        Tensor h0 = find_tensor(g.tensors, c + ".h0"), c0 = find_tensor(g.tensors, c + ".c0");
+        if (h0.defined()) h0 = test::leaf(h0);
+        if (c0.defined()) c0 = test::leaf(c0);
+        const auto [out, h_n, c_n] = run(*m, x, h0, c0, find_tensor(g.tensors, c + ".lengths"));
+        require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
+        require_close(h_n, g.at(c + ".h_n"), 1e-5, c + ".h_n");
+        if (kind != "gru") require_close(c_n, g.at(c + ".c_n"), 1e-5, c + ".c_n");
+        Tensor loss = sum(out * g.at(c + ".dout")) + sum(h_n * g.at(c + ".dh"));
+        if (kind == "lnlstm") loss = loss + sum(c_n * g.at(c + ".dc"));
+        loss.backward();
+        require_close(x.grad(), g.at(c + ".dx"), 1e-5, c + ".dx");
+        if (h0.defined()) require_close(h0.grad(), g.at(c + ".dh0"), 1e-5, c + ".dh0");
+        if (c0.defined()) require_close(c0.grad(), g.at(c + ".dc0"), 1e-5, c + ".dc0");
+        test::require_torch_grads(*m, g, c);
+    }
+}
+
+TEST_CASE("nn rnn: padded steps change neither outputs nor gradients (each sequence run alone)", "[nn][rnn]") {
+    const int64_t N = 3, T = 5, I = 3, H = 4;
+    const std::vector<int64_t> len{5, 2, 3};
+    for (const std::string kind : {"lstm", "gru", "lnlstm"}) {
+        INFO(kind);
+        manual_seed(11);
+        auto m = make_rnn(kind, RNNOptions{.input_size = I, .hidden_size = H, .num_layers = 2, .batch_first = true});
+        Tensor x = randn({N, T, I}).requires_grad_();
+        const Tensor w = randn({N, T, H}), wh = randn({2, N, H});
+        const auto [out_g, h_n_g, c_n_g] = run(*m, x, {}, {}, test::labels_of(len));
+        (sum(out_g * w) + sum(h_n_g * wh)).backward();
+        const Tensor out = out_g.detach(), h_n = h_n_g.detach();
+        std::vector<Tensor> batch_grads;
+        for (const auto& p : m->parameters()) batch_grads.push_back(p.grad().clone());
+        m->zero_grad();
+        std::vector<Tensor> alone_grads;
+        for (int64_t n = 0; n < N; ++n) {
+            const int64_t L = len[static_cast<size_t>(n)];
+            Tensor xn = x.detach().narrow(0, n, 1).narrow(1, 0, L).clone().requires_grad_();
+            const auto [o, h, c] = run(*m, xn, {}, {}, {});
+            require_close(out.narrow(0, n, 1).narrow(1, 0, L), o, 1e-6, "output of sample " + std::to_string(n));
+            if (L < T) CHECK(out.narrow(0, n, 1).narrow(1, L, T - L).abs().sum().item<float>() == 0.0f);
+            require_close(h_n.narrow(1, n, 1), h, 1e-6, "h_n of sample " + std::to_string(n));
+            (sum(o * w.narrow(0, n, 1).narrow(1, 0, L)) + sum(h * wh.narrow(1, n, 1))).backward();
+            require_close(x.grad().narrow(0, n, 1).narrow(1, 0, L), xn.grad(), 1e-5, "dx of sample " + std::to_string(n));
+            if (L < T) CHECK(x.grad().narrow(0, n, 1).narrow(1, L, T - L).abs().sum().item<float>() == 0.0f);
+        }
+        size_t i = 0;
+        for (const auto& p : m->parameters()) require_close(batch_grads[i++], p.grad(), 1e-5, "parameter gradient");
+    }
+}
+
+TEST_CASE("nn rnn: gradcheck of LSTM, GRU and LayerNormLSTM", "[nn][rnn][gradcheck]") {
+    for (const std::string kind : {"lstm", "gru", "lnlstm"}) {
+        INFO(kind);
+        manual_seed(5);
+        auto m = make_rnn(kind, RNNOptions{.input_size = 2, .hidden_size = 3, .num_layers = 2});
+        check_gradcheck(gradcheck(*m, randn({3, 2, 2}).requires_grad_()));
+        std::vector<Tensor> inputs{randn({2, 4, 2}).requires_grad_()};
+        for (const auto& p : m->parameters()) inputs.push_back(p);
+        const Tensor lengths = test::labels_of({4, 2});
+        m->train();
+        check_gradcheck(gradcheck(
+            [&](const std::vector<Tensor>& in) {
+                return std::get<1>(run(*m, in[0].transpose(0, 1), {}, {}, lengths));
+            },
+            inputs));
+    }
+}
+
+TEST_CASE("nn rnn: names, repr, clone and errors", "[nn][rnn]") {
+    LSTM lstm(LSTMOptions{.input_size = 3, .hidden_size = 4, .num_layers = 2, .batch_first = true});
+    std::vector<std::string> names;
+    for (const auto& [name, t] : lstm.named_parameters()) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l1",
+                                            "weight_hh_l1", "bias_ih_l1", "bias_hh_l1"});
+    CHECK(lstm.weight_ih[1].shape() == Shape{16, 4});
+    CHECK(lstm.to_string() == "LSTM(3, 4, num_layers=2, batch_first=True)");
+    const auto copy = lstm.clone();
+    CHECK(test::bit_equal(find_tensor(copy->named_parameters(), "weight_hh_l1"), lstm.weight_hh[1]));
+    GRU gru(2, 5);
+    CHECK(gru.weight_ih[0].shape() == Shape{15, 2});
+    LayerNormLSTM ln(2, 3);
+    CHECK(find_tensor(ln.named_parameters(), "ln_ih_l0.bias").defined());
+    CHECK_FALSE(find_tensor(ln.named_parameters(), "ln_hh_l0.bias").defined());
+    CHECK(ln.clone()->state_dict().size() == ln.state_dict().size());
+    CHECK_THROWS_WITH(lstm.forward(randn({2, 5, 2})), Contains("LSTM: expected input [N, T, 3]") && Contains("[2, 5, 2]"));
+    CHECK_THROWS_WITH(lstm.forward(randn({2, 5, 3}), {randn({1, 2, 4}), Tensor{}}),
+                      Contains("h0 of shape [2, 2, 4]"));
+    CHECK_THROWS_WITH(ln.forward(randn({4, 2, 2}), {}, test::labels_of({5, 1})), Contains("length 5"));
+    CHECK_THROWS_WITH(LSTM(LSTMOptions{.input_size = 3, .hidden_size = 0}), Contains("hidden_size"));
+}

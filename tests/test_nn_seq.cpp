@@ -1,0 +1,171 @@
+// Sequence layers against PyTorch goldens (tests/golden/gen_seq_modules.py): Embedding,
+// MultiheadAttention (every mask kind, batch_first both ways, need_weights, size-1 and unbatched
+// input), TransformerEncoderLayer (post/pre-LN, relu/gelu, the norm swapped for rms, batch over
+// batch x time, none) and TransformerEncoder; gradcheck on small shapes; errors.
+#include "module_golden.hpp"
+
+#include "normnet/nn/attention.hpp"
+#include "normnet/nn/embedding.hpp"
+#include "normnet/nn/norm.hpp"
+#include "normnet/nn/transformer.hpp"
+
+using namespace normnet;
+using Catch::Contains;
+using test::meta_flag;
+using test::require_close;
+
+namespace {
+
+int64_t meta_int(const SafetensorsData& g, const std::string& key) { return std::stoll(g.metadata.at(key)); }
+
+void check_gradcheck(const GradcheckResult& r) {
+    INFO(r.message);
+    CHECK(r.ok);
+}
+
+}  // namespace
+
+TEST_CASE("nn seq: Embedding matches PyTorch; the padding row gets no gradient", "[nn][seq][golden]") {
+    const auto g = test::golden("seq_modules.safetensors");
+    for (const std::string c : {"emb_pad", "emb_plain", "emb_negpad"}) {
+        INFO("case " << c);
+        const std::string pad = g.metadata.at(c + ".padding_idx");
+        Embedding emb(meta_int(g, c + ".num_embeddings"), meta_int(g, c + ".embedding_dim"),
+                      pad == "none" ? std::nullopt : std::optional<int64_t>(std::stoll(pad)));
+        test::load_torch_state(emb, g, c);
+        const Tensor out = emb(g.at(c + ".idx"));
+        require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
+        out.backward(g.at(c + ".dout"));
+        test::require_torch_grads(emb, g, c);
+    }
+    Embedding padded(5, 3, -2);
+    CHECK(padded.options().padding_idx == 3);
+    CHECK(padded.weight.select(0, 3).abs().sum().item<float>() == 0.0f);
+    CHECK(padded.to_string() == "Embedding(5, 3, padding_idx=3)");
+    CHECK_THROWS_WITH(Embedding(5, 3, 5), Contains("padding_idx") && Contains("5"));
+    CHECK_THROWS_WITH(Embedding(0, 3), Contains("Embedding") && Contains("positive"));
+}
+
+TEST_CASE("nn seq: MultiheadAttention matches PyTorch with every mask kind and layout", "[nn][seq][golden]") {
+    const auto g = test::golden("seq_modules.safetensors");
+    for (const std::string c : {"mha_self_kpm", "mha_cross_bf_float", "mha_attn3d_kpm", "mha_kpm_float", "mha_causal_kpm_bf",
+                                "mha_causal_weights", "mha_no_bias", "mha_size1", "mha_unbatched"}) {
+        INFO("case " << c);
+        MultiheadAttention mha(MultiheadAttentionOptions{.embed_dim = meta_int(g, c + ".embed_dim"),
+                                                         .num_heads = meta_int(g, c + ".num_heads"),
+                                                         .bias = meta_flag(g, c + ".bias"),
+                                                         .batch_first = meta_flag(g, c + ".batch_first")});
+        test::load_torch_state(mha, g, c);
+        const bool self = meta_flag(g, c + ".self"), need = meta_flag(g, c + ".need_weights");
+        Tensor q = test::leaf(g.at(c + ".q"));
+        Tensor k = self ? q : test::leaf(g.at(c + ".k")), v = self ? q : test::leaf(g.at(c + ".v"));
+        const Tensor attn_mask = find_tensor(g.tensors, c + ".attn_mask"), kpm = find_tensor(g.tensors, c + ".kpm");
+        auto [out, weights] = mha.forward(q, k, v, kpm, need, attn_mask, meta_flag(g, c + ".average"),
+                                          meta_flag(g, c + ".causal"));
+        require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
+        if (need) require_close(weights, g.at(c + ".weights"), 1e-5, c + ".weights");
+        else CHECK_FALSE(weights.defined());
+        out.backward(g.at(c + ".dout"));
+        require_close(q.grad(), g.at(c + ".dq"), 1e-5, c + ".dq");
+        if (!self) {
+            require_close(k.grad(), g.at(c + ".dk"), 1e-5, c + ".dk");
+            require_close(v.grad(), g.at(c + ".dv"), 1e-5, c + ".dv");
+        }
+        test::require_torch_grads(mha, g, c);
+    }
+}
+
+TEST_CASE("nn seq: MultiheadAttention gradcheck, with masks and the weights path", "[nn][seq][gradcheck]") {
+    manual_seed(3);
+    MultiheadAttention mha(MultiheadAttentionOptions{.embed_dim = 4, .num_heads = 2, .batch_first = true});
+    const Tensor x = randn({2, 3, 4}).requires_grad_();
+    check_gradcheck(gradcheck(mha, x));
+    Tensor kpm = zeros({2, 3}, kBool);
+    kpm.data_ptr<bool>()[2] = true;
+    std::vector<Tensor> inputs{x, randn({2, 3, 4}).requires_grad_()};
+    for (const auto& p : mha.parameters()) inputs.push_back(p);
+    check_gradcheck(gradcheck(
+        [&](const std::vector<Tensor>& in) { return std::get<0>(mha.forward(in[0], in[1], in[1], kpm, true, {}, true, true)); },
+        inputs));
+    // The weights do not depend on out_proj: only the inputs and the input projection.
+    check_gradcheck(gradcheck([&](const std::vector<Tensor>& in) { return std::get<1>(mha.forward(in[0], in[1], in[1], {}, true)); },
+                              {inputs[0], inputs[1], mha.in_proj_weight, mha.in_proj_bias}));
+}
+
+TEST_CASE("nn seq: MultiheadAttention refuses bad options and shapes, naming them", "[nn][seq]") {
+    CHECK_THROWS_WITH(MultiheadAttention(6, 4), Contains("divisible by num_heads"));
+    MultiheadAttention mha(4, 2);
+    const Tensor x = randn({3, 2, 4});
+    CHECK_THROWS_WITH(mha.forward(randn({3, 2, 5})), Contains("embed_dim 4") && Contains("[3, 2, 5]"));
+    CHECK_THROWS_WITH(mha.forward(x, x, x, zeros({3, 3}, kBool)), Contains("key_padding_mask") && Contains("[2, 3]"));
+    CHECK_THROWS_WITH(mha.forward(x, x, x, {}, false, zeros({2, 3}, kBool)), Contains("2D attn_mask") && Contains("[3, 3]"));
+    CHECK_THROWS_WITH(mha.forward(x, randn({4, 3, 4}), randn({4, 3, 4})), Contains("batch"));
+}
+
+TEST_CASE("nn seq: TransformerEncoderLayer matches PyTorch, post- and pre-LN, with each norm", "[nn][seq][golden]") {
+    const auto g = test::golden("seq_modules.safetensors");
+    for (const std::string c : {"tel_post_relu_kpm", "tel_pre_gelu_bf_causal", "tel_pre_float_mask", "tel_rms_pre",
+                                "tel_rms_post", "tel_batch_pre", "tel_batch_post", "tel_none_pre", "tel_size1"}) {
+        INFO("case " << c);
+        TransformerEncoderLayer layer(TransformerEncoderLayerOptions{
+            .d_model = meta_int(g, c + ".d_model"),
+            .nhead = meta_int(g, c + ".nhead"),
+            .dim_feedforward = meta_int(g, c + ".dim_feedforward"),
+            .dropout = 0.0,
+            .activation = g.metadata.at(c + ".activation"),
+            .batch_first = meta_flag(g, c + ".batch_first"),
+            .norm_first = meta_flag(g, c + ".norm_first"),
+            .norm = g.metadata.at(c + ".norm")});
+        test::load_torch_state(layer, g, c);
+        const std::string masks = g.metadata.at(c + ".masks");
+        Tensor x = test::leaf(g.at(c + ".x"));
+        const Tensor out = layer.forward(x, find_tensor(g.tensors, c + ".mask"), find_tensor(g.tensors, c + ".kpm"),
+                                         masks.find("causal") != std::string::npos);
+        require_close(out, g.at(c + ".out"), 1e-5, c + ".out");
+        out.backward(g.at(c + ".dout"));
+        require_close(x.grad(), g.at(c + ".dx"), 1e-5, c + ".dx");
+        test::require_torch_grads(layer, g, c);
+        for (const auto& [name, b] : layer.named_buffers()) require_close(b, g.at(c + ".after." + name), 1e-5, name);
+    }
+}
+
+TEST_CASE("nn seq: TransformerEncoder with a final norm matches PyTorch", "[nn][seq][golden]") {
+    const auto g = test::golden("seq_modules.safetensors");
+    const std::string c = "encoder_pre_final";
+    TransformerEncoder enc(TransformerEncoderOptions{
+        .encoder_layer = {.d_model = 8, .nhead = 2, .dim_feedforward = 16, .dropout = 0.0, .activation = "gelu",
+                          .norm_first = true},
+        .num_layers = 2,
+        .final_norm = true});
+    test::load_torch_state(enc, g, c);
+    Tensor x = test::leaf(g.at(c + ".x"));
+    const Tensor out = enc.forward(x, {}, {}, true);
+    require_close(out, g.at(c + ".out"), 1e-5, "out");
+    out.backward(g.at(c + ".dout"));
+    require_close(x.grad(), g.at(c + ".dx"), 1e-5, "dx");
+    test::require_torch_grads(enc, g, c);
+    CHECK(enc.clone()->state_dict().size() == enc.state_dict().size());
+}
+
+TEST_CASE("nn seq: TransformerEncoderLayer gradcheck with each norm and placement", "[nn][seq][gradcheck]") {
+    for (const std::string norm : {"layer", "rms", "batch", "none"}) {
+        for (const bool first : {false, true}) {
+            INFO(norm << " norm_first " << first);
+            manual_seed(7);
+            TransformerEncoderLayer layer(TransformerEncoderLayerOptions{
+                .d_model = 4, .nhead = 2, .dim_feedforward = 6, .dropout = 0.0, .activation = "gelu",
+                .batch_first = true, .norm_first = first, .norm = norm});
+            check_gradcheck(gradcheck(layer, randn({2, 3, 4}).requires_grad_()));
+        }
+    }
+    SequenceBatchNorm bn(3);
+    check_gradcheck(gradcheck(bn, randn({2, 4, 3}).requires_grad_()));
+}
+
+TEST_CASE("nn seq: TransformerEncoderLayer refuses unknown activations and norms", "[nn][seq]") {
+    CHECK_THROWS_WITH(TransformerEncoderLayer(TransformerEncoderLayerOptions{.d_model = 4, .nhead = 2, .activation = "tanh"}),
+                      Contains("activation should be relu or gelu"));
+    CHECK_THROWS_WITH(TransformerEncoderLayer(TransformerEncoderLayerOptions{.d_model = 4, .nhead = 2, .norm = "group"}),
+                      Contains("unknown norm 'group'") && Contains("layer, rms, batch or none"));
+    CHECK_THROWS_WITH(SequenceBatchNorm(3).forward(randn({3})), Contains("SequenceBatchNorm"));
+}
