@@ -261,6 +261,8 @@ void run_lm_sample(const LmSampleArgs& args, const LmModelFactory& factory) {
 void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
     CLI::App* lm = app.add_subcommand("lm", "Character-level language model: train on a text corpus, sample from a checkpoint");
     lm->require_subcommand(1);
+    // A later option overrides an earlier one (a recipe with one value changed).
+    lm->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
     auto args = std::make_shared<LmTrainArgs>();
     LmConfig& c = args->config;

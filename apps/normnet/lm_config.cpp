@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "json_field.hpp"
 #include "model_spec.hpp"
+#include "normnet/models/char_transformer.hpp"
 #include "run_config.hpp"
 
 namespace normnet::cli {
@@ -74,9 +75,20 @@ void LmSpec::validate() const {
 double LmSpec::parameters() const {
     const auto d = static_cast<double>(d_model), v = static_cast<double>(vocab_size);
     // Token and position embeddings, per block attention (4 d^2) and feed-forward (8 d^2) with
-    // biases and two norms, the final norm and the output head.
+    // biases and two norms, the final norm (pre-LN) and the output head (no bias).
     const double block = 12 * d * d + 13 * d;
-    return v * d + static_cast<double>(context) * d + static_cast<double>(n_layers) * block + 2 * d + d * v + v;
+    return v * d + static_cast<double>(context) * d + static_cast<double>(n_layers) * block + (norm_first ? 2 * d : 0) + d * v;
+}
+
+std::shared_ptr<Module> build_char_transformer(const LmSpec& s) {
+    return std::make_shared<models::CharTransformer>(models::CharTransformerOptions{.vocab_size = s.vocab_size,
+                                                                                   .context = s.context,
+                                                                                   .d_model = s.d_model,
+                                                                                   .n_layers = s.n_layers,
+                                                                                   .n_heads = s.n_heads,
+                                                                                   .dropout = s.dropout,
+                                                                                   .norm = s.norm,
+                                                                                   .norm_first = s.norm_first});
 }
 
 std::string LmConfig::to_json() const {

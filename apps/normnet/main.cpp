@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
     normnet::cli::add_compare_command(app);
     normnet::cli::add_bench_command(app);
     normnet::cli::add_demo_command(app);
+    normnet::cli::add_lm_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
