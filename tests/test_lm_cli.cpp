@@ -4,13 +4,17 @@
 // (an embedding and a linear head: a bigram model) keep the trainer's tests fast; the program
 // trains the real CharTransformer at a tiny size. The corpus reader itself is fuzzed in
 // tests/fuzz (another target), so these tests need no fuzzing of their own.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "lm_trainer.hpp"
 #include "normnet/normnet.hpp"
@@ -311,4 +315,28 @@ TEST_CASE("lm cli: N steps + --resume for M equals N + M straight, bit for bit",
     // Another architecture than the checkpoint's is refused, and nothing changes.
     require_lm_error(dir, {"lm", "train", "--resume", b, "--steps", "30", "--d-model", "32"}, 1, {"architecture"});
     require_lm_error(dir, {"lm", "train", "--resume", b, "--steps", "20"}, 1, {"already trained 20 of 20 steps"});
+}
+
+TEST_CASE("lm cli: SIGINT between validations saves the step reached; the run resumes from it", "[lm][cli][signal]") {
+    TempDir dir;
+    const std::string text = write(dir.path / "f.txt", fortunes(80));
+    const std::string run = dir / "run";
+    const auto args = with(tiny_lm_run(text, run), {"--steps", "3000", "--eval-every", "3000"});
+    {
+        normnet::test::Process p(args, dir.work(), dir.path / "stderr.txt");
+        REQUIRE(p.wait_for("run folder:", 20000));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        p.signal(SIGINT);
+        CHECK(p.wait() == 128 + SIGINT);
+    }
+    const std::string err = normnet::test::read_file(dir.path / "stderr.txt");
+    CHECK(normnet::test::lines_of(err).size() == 1);
+    CHECK_THAT(err, Contains("stopped by SIGINT at step") && Contains("normnet lm train --resume " + run));
+    for (const char* f : {"model.safetensors", "training_state.safetensors", "metrics.csv", "config.json"}) {
+        CHECK(fs::exists(fs::path(run) / f));
+    }
+    const RunResult resumed = run_normnet({"lm", "train", "--resume", run}, dir.work());
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK_THAT(resumed.out, Contains("step 3000/3000"));
 }

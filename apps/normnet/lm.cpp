@@ -70,8 +70,7 @@ void write_lm_config_json(const std::string& dir, const LmConfig& config, const 
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(config.to_json());
     j["threads"] = config.threads;
     j["resumed_from"] = resumed_from;
-    j["versions"] = nlohmann::json::parse(versions_json());
-    write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
+    write_config_json(dir, std::move(j));
 }
 
 // The seconds of each validation from the metrics.csv an earlier process of the run wrote (the
@@ -177,6 +176,7 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
             bar.finish();
             if (!m) {  // a signal between two validations: save where it stopped
                 trainer.save_checkpoint(dir);
+                saved = true;
                 throw interrupted(StopOnSignal::requested());
             }
             if (!args.quiet) {

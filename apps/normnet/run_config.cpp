@@ -14,6 +14,8 @@
 
 #include "commands.hpp"
 #include "json_field.hpp"
+#include "normnet/checkpoint.hpp"
+#include "run_folder.hpp"
 
 namespace normnet::cli {
 
@@ -177,6 +179,11 @@ std::string versions_json() {
                                                         std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
                                   {"compiler", __VERSION__}}
         .dump();
+}
+
+void write_config_json(const std::string& dir, nlohmann::ordered_json config) {
+    config["versions"] = nlohmann::json::parse(versions_json());
+    write_file_atomic((std::filesystem::path(dir) / kConfigFile).string(), config.dump(2) + "\n");
 }
 
 }  // namespace normnet::cli

@@ -64,14 +64,13 @@ RunConfig merge_resumed(const RunConfig& saved, const RunConfig& given, const CL
     return c;
 }
 
-void write_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
-                       const std::string& initialized_from) {
+void write_train_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
+                             const std::string& initialized_from) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(config.to_json());
     j["threads"] = config.threads;
     j["resumed_from"] = resumed_from;
     j["initialized_from"] = initialized_from;
-    j["versions"] = nlohmann::json::parse(versions_json());
-    write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
+    write_config_json(dir, std::move(j));
 }
 
 double best_accuracy(const std::vector<EpochMetrics>& history) {
@@ -145,7 +144,7 @@ void run_train(TrainArgs& args, const CLI::App& cmd) {
                           "--resume " + dir + " to continue it");
     if (continuing) settle_checkpoint_folder(checkpoint);
     if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
-    write_config_json(dir, config, checkpoint.model.path, init.path);
+    write_train_config_json(dir, config, checkpoint.model.path, init.path);
     const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
     // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
     write_file_atomic(metrics_path, metrics_csv(trainer.history()));
