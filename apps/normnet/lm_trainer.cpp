@@ -26,7 +26,7 @@ uint64_t window_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15ull; }
 // `stream`, after checking it can give a window of `context` characters and its targets.
 Tensor long_enough(const Tensor& stream, const char* what, const LmConfig& c, const TextCorpus& corpus) {
     NORMNET_CHECK(stream.numel() > c.model.context, "--text ", corpus.name, ": the ", what, " text (", stream.numel(),
-                  " characters", corpus.records > 1 ? " of " + std::to_string(corpus.records) + " records" : std::string(),
+                  " characters", corpus.records > 1 ? ", from a corpus of " + std::to_string(corpus.records) + " records" : std::string(),
                   ") is not longer than the context (", c.model.context, "): use a longer corpus or a shorter --context");
     return stream;
 }
