@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lm_config.hpp"
 #include "normnet/error.hpp"
 
 namespace normnet::cli {
@@ -75,5 +76,7 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+/// `normnet lm train` and `normnet lm sample`, training the models `factory` builds.
+void add_lm_command(CLI::App& app, const LmModelFactory& factory = build_char_transformer);
 
 }  // namespace normnet::cli

@@ -51,17 +51,22 @@ std::string suggestion(const CLI::App& cmd, const std::string& word) {
 
 // The one line for a command line CLI11 could not parse, pointing at the subcommand's own help.
 std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
-    const auto subcommands = app.get_subcommands();
-    const CLI::App* cmd = subcommands.empty() ? &app : subcommands.front();
-    const std::string where = subcommands.empty() ? "normnet" : "normnet " + cmd->get_name();
-    const auto unknown = subcommands.empty() ? app.remaining() : cmd->remaining();
+    // The innermost subcommand given ("normnet lm train").
+    const CLI::App* cmd = &app;
+    std::string where = "normnet";
+    while (!cmd->get_subcommands().empty()) {
+        cmd = cmd->get_subcommands().front();
+        where += " " + cmd->get_name();
+    }
+    const bool top = cmd == &app;
+    const auto unknown = cmd->remaining();
     if (!unknown.empty()) {
         const std::string& word = unknown.front();
         if (word.rfind('-', 0) == 0) {
-            return "unknown option '" + word + "'" + (subcommands.empty() ? "" : " for " + where) + suggestion(*cmd, word) +
+            return "unknown option '" + word + "'" + (top ? "" : " for " + where) + suggestion(*cmd, word) +
                    " (see " + where + " --help)";
         }
-        if (subcommands.empty()) return "unknown command '" + word + "' (see normnet --help)";
+        if (top) return "unknown command '" + word + "' (see normnet --help)";
         return "unexpected argument '" + word + "' (see " + where + " --help)";
     }
     return std::string(e.what()) + " (see " + where + " --help)";
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
     normnet::cli::add_compare_command(app);
     normnet::cli::add_bench_command(app);
     normnet::cli::add_demo_command(app);
+    normnet::cli::add_lm_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -15,6 +15,9 @@
 
 #include "commands.hpp"
 #include "models.hpp"
+#include "json_field.hpp"
+#include "normnet/checkpoint.hpp"
+#include "run_folder.hpp"
 
 namespace normnet::cli {
 
@@ -106,33 +109,6 @@ std::string RunConfig::to_json() const {
     }
     return j.dump();
 }
-
-namespace {
-
-// Reads j[key] into field when present, insisting on the field's JSON type: nlohmann's own
-// conversion of 1e300 to an integer is undefined behaviour, and of 2.5 a silent truncation.
-template <class T>
-void read_field(const nlohmann::json& j, const std::string& key, T& field) {
-    if (!j.contains(key)) return;
-    const nlohmann::json& v = j.at(key);
-    if constexpr (std::is_same_v<T, std::string>) {
-        NORMNET_CHECK(v.is_string(), "\"", key, "\" is not a string: ", v.dump());
-        field = v.get<std::string>();
-    } else if constexpr (std::is_floating_point_v<T>) {
-        NORMNET_CHECK(v.is_number(), "\"", key, "\" is not a number: ", v.dump());
-        field = v.get<T>();
-    } else {
-        // Integers: within T's range, compared without converting first.
-        const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<uint64_t>())
-                          : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
-                                                  : false;
-        NORMNET_CHECK(fits, "\"", key, "\" is not an integer in [", std::numeric_limits<T>::min(), ", ",
-                      std::numeric_limits<T>::max(), "]: ", v.dump());
-        field = v.get<T>();
-    }
-}
-
-}  // namespace
 
 RunConfig RunConfig::from_json(const std::string& text, const std::string& where) {
     RunConfig c;
@@ -270,6 +246,11 @@ std::string versions_json() {
                                                         std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
                                   {"compiler", __VERSION__}}
         .dump();
+}
+
+void write_config_json(const std::string& dir, nlohmann::ordered_json config) {
+    config["versions"] = nlohmann::json::parse(versions_json());
+    write_file_atomic((std::filesystem::path(dir) / kConfigFile).string(), config.dump(2) + "\n");
 }
 
 }  // namespace normnet::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
@@ -106,5 +107,9 @@ inline constexpr int64_t kMaxBatchSize = int64_t{1} << 30;
 
 /// Library versions for config.json.
 std::string versions_json();
+
+/// Writes dir/config.json (atomically): a run's config as JSON (with what the caller adds, such
+/// as the threads used and where it resumed from) and the library versions.
+void write_config_json(const std::string& dir, nlohmann::ordered_json config);
 
 }  // namespace normnet::cli

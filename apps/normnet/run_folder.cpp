@@ -2,6 +2,7 @@
 #include "run_folder.hpp"
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -143,6 +144,27 @@ void prepare_output_folder(const std::string& dir, const std::string& option, co
         fs::remove(fs::path(dir) / name, ec);
         NORMNET_CHECK(!ec, option, " ", dir, ": cannot remove ", name, ": ", ec.message());
     }
+}
+
+std::string new_run_dir(const std::string& prefix) {
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
+    std::string dir = prefix + stamp;
+    for (int i = 2; fs::exists(dir); ++i) dir = prefix + stamp + "_" + std::to_string(i);
+    return dir;
+}
+
+bool same_folder(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return fs::equivalent(a.empty() ? "." : a, b.empty() ? "." : b, ec);
+}
+
+void discard_run_folder(const std::string& dir, bool existed) {
+    std::error_code ec;
+    fs::remove(fs::path(dir) / kConfigFile, ec);
+    fs::remove(fs::path(dir) / kMetricsFile, ec);
+    if (!existed) fs::remove(dir, ec);  // only if empty
 }
 
 }  // namespace normnet::cli

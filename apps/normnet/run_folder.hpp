@@ -70,4 +70,15 @@ const std::vector<std::string>& run_files();
 /// leaves; nothing is lost by replacing them.)
 const std::vector<std::string>& checkpoint_files();
 
+/// A new folder name `prefix` + the local date and time ("runs/2026-12-01_12-00-00"), with "_2",
+/// "_3", ... appended when it exists already.
+std::string new_run_dir(const std::string& prefix);
+
+/// True when both paths name the same existing folder ("" is the working folder).
+bool same_folder(const std::string& a, const std::string& b);
+
+/// A run that fails before its first checkpoint leaves nothing: its config.json and header-only
+/// metrics.csv go, and so does the folder if the run made it (`existed` false) and it is empty.
+void discard_run_folder(const std::string& dir, bool existed);
+
 }  // namespace normnet::cli

@@ -34,15 +34,6 @@ struct TrainArgs {
     int64_t check_replicas = 0;
 };
 
-std::string default_run_dir() {
-    const std::time_t now = std::time(nullptr);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
-    std::string dir = std::string("runs/") + stamp;
-    for (int i = 2; fs::exists(dir); ++i) dir = std::string("runs/") + stamp + "_" + std::to_string(i);
-    return dir;
-}
-
 std::string percent(double fraction) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * fraction);
@@ -68,19 +59,13 @@ bool model_given(const TrainArgs& args, const CLI::App& cmd) {
     return false;
 }
 
-void write_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
-                       const std::string& initialized_from) {
+void write_train_config_json(const std::string& dir, const RunConfig& config, const std::string& resumed_from,
+                             const std::string& initialized_from) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(config.to_json());
     j["threads"] = config.threads;
     j["resumed_from"] = resumed_from;
     j["initialized_from"] = initialized_from;
-    j["versions"] = nlohmann::json::parse(versions_json());
-    write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
-}
-
-bool same_folder(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return fs::equivalent(a.empty() ? "." : a, b.empty() ? "." : b, ec);
+    write_config_json(dir, std::move(j));
 }
 
 double best_accuracy(const std::vector<EpochMetrics>& history) {
@@ -89,15 +74,6 @@ double best_accuracy(const std::vector<EpochMetrics>& history) {
         if (m.test_acc > best) best = m.test_acc;  // NaN (unknown) never wins
     }
     return best;
-}
-
-// A run that fails before its first checkpoint leaves nothing: its config.json and header-only
-// metrics.csv go, and so does the folder if the run made it.
-void discard_run_folder(const std::string& dir, bool existed) {
-    std::error_code ec;
-    fs::remove(fs::path(dir) / kConfigFile, ec);
-    fs::remove(fs::path(dir) / kMetricsFile, ec);
-    if (!existed) fs::remove(dir, ec);  // only if empty
 }
 
 // Where the run stands, for messages: "epoch 3", or "epoch 3, batch 120 of 469" inside one.
@@ -167,7 +143,7 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
 
     // Everything that can fail on bad input has happened; now the run folder.
     std::string dir = args.out;
-    if (dir.empty()) dir = args.resume.empty() ? default_run_dir() : checkpoint_dir;
+    if (dir.empty()) dir = args.resume.empty() ? new_run_dir("runs/") : checkpoint_dir;
     if (dir.empty()) dir = ".";
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
@@ -178,7 +154,7 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
                               "--resume " + dir + " to continue it");
         if (continuing) settle_checkpoint_folder(checkpoint);
         if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
-        write_config_json(dir, config, checkpoint.model.path, init.path);
+        write_train_config_json(dir, config, checkpoint.model.path, init.path);
         // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
         write_file_atomic(metrics_path, metrics_csv(trainer.history()));
     }

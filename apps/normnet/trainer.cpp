@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint_metadata.hpp"
 #include "commands.hpp"
 #include "norms.hpp"
 #include "normnet/normnet.hpp"
@@ -66,57 +67,6 @@ void perturb_for_test(Module& model, int rank) {
     }
 }
 
-std::string rng_state_text() {
-    std::string s;
-    for (uint64_t w : default_generator().state()) {
-        if (!s.empty()) s.push_back(' ');
-        s.append(std::to_string(w));
-    }
-    return s;
-}
-
-std::string metadata_or_fail(const SafetensorsData& data, const std::string& key) {
-    const auto it = data.metadata.find(key);
-    NORMNET_CHECK(it != data.metadata.end(), data.path, ": not a normnet checkpoint (no '", key, "' in its metadata)");
-    return it->second;
-}
-
-// A decimal integer in [0, max], digits only (no sign, no spaces), from checkpoint metadata.
-uint64_t parse_count(const std::string& text, uint64_t max, const std::string& where) {
-    uint64_t v = 0;
-    bool ok = !text.empty() && text.size() <= 20;
-    for (char c : text) {
-        ok = ok && c >= '0' && c <= '9' && v <= (max - static_cast<uint64_t>(c - '0')) / 10;
-        if (ok) v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    NORMNET_CHECK(ok, where, ": malformed number '", text, "' (expected an integer in [0, ", max, "])");
-    return v;
-}
-
-std::array<uint64_t, 4> parse_rng_state(const std::string& text, const std::string& where) {
-    std::array<uint64_t, 4> state{};
-    size_t start = 0;
-    for (size_t i = 0; i < state.size(); ++i) {
-        const size_t space = text.find(' ', start);
-        NORMNET_CHECK((space == std::string::npos) == (i + 1 == state.size()), where, ": malformed RNG state '", text, "'");
-        state[i] = parse_count(text.substr(start, space - start), std::numeric_limits<uint64_t>::max(), where);
-        start = space + 1;
-    }
-    return state;
-}
-
-// JSON has no NaN or infinity: they are stored as null (a test loss can overflow).
-Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-double number_of(const Json& v) {
-    NORMNET_CHECK(v.is_number() || v.is_null(), "not a number: ", v.dump());
-    return v.is_null() ? NAN : v.get<double>();
-}
-int64_t count_of(const Json& v, int64_t max) {
-    NORMNET_CHECK(v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(max), "not an integer in [0, ", max,
-          "]: ", v.dump());
-    return v.get<int64_t>();
-}
-
 // The deterministic metrics of each finished epoch (not the seconds, so that the same run always
 // writes the same checkpoint bytes): [epoch, train_loss, train_acc, test_loss, test_acc, lr, skipped].
 std::string history_json(const std::vector<EpochMetrics>& history) {
@@ -168,19 +118,6 @@ EpochProgress parse_progress(const std::string& text) {
     p.seconds = number_of(j.at("seconds"));
     NORMNET_CHECK(p.batch >= 1 && std::isfinite(p.loss_sum), "malformed progress ", text);
     return p;
-}
-
-// The first parameter or buffer holding a NaN or an infinity, or "".
-std::string first_non_finite(const NamedTensors& state) {
-    for (const auto& [name, t] : state) {
-        if (t.dtype() != kFloat32) continue;  // counts (num_batches_tracked, steps) are always finite
-        const Tensor c = t.contiguous();
-        const float* p = c.data();
-        for (int64_t i = 0; i < c.numel(); ++i) {
-            if (!std::isfinite(p[i])) return name;
-        }
-    }
-    return "";
 }
 
 bool gradients_finite(const std::vector<Tensor>& params) {
@@ -533,7 +470,7 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     c.state_metadata = {{"normnet.epoch", epoch},
                         {"normnet.optimizer", optimizer_->name()},
                         {"normnet.scheduler_position", std::to_string(scheduler_->position())},
-                        {"normnet.rng_state", rng_state_text()},
+                        {"normnet.rng_state", rng_state_text(default_generator())},
                         {"normnet.history", history_json(history_)}};
     c.model_metadata = {{"format", "pt"},
                         {"normnet.architecture", config_.model.to_json()},
