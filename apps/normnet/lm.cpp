@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "lm_trainer.hpp"
+#include "norms.hpp"
 #include "progress.hpp"
 #include "run_config.hpp"
 #include "signals.hpp"
@@ -283,7 +284,7 @@ void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
     train->add_option("--layers", c.model.n_layers, "Transformer blocks")->check(kSizeRange)->capture_default_str();
     train->add_option("--heads", c.model.n_heads, "Attention heads per block")->check(kSizeRange)->capture_default_str();
     train->add_option("--norm", c.model.norm, "Normalisation in the blocks: layer, rms, batch or none")
-        ->check(CLI::IsMember(kNorms))->capture_default_str();
+        ->check(CLI::IsMember(norm_names(NormSite::features)))->capture_default_str();  // per token, over its features
     train->add_option("--norm-placement", args->norm_placement, "pre (pre-LN, with a final norm) or post (post-LN)")
         ->check(CLI::IsMember({"pre", "post"}))->capture_default_str();
     train->add_option("--dropout", c.model.dropout, "Dropout on embeddings, attention and residual branches")

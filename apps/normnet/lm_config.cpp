@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "json_field.hpp"
 #include "model_spec.hpp"
+#include "norms.hpp"
 #include "normnet/models/char_transformer.hpp"
 #include "run_config.hpp"
 
@@ -65,7 +66,9 @@ void LmSpec::validate() const {
     check_size("--heads", n_heads);
     NORMNET_CHECK(d_model % n_heads == 0, "--d-model ", d_model, " is not divisible by --heads ", n_heads);
     NORMNET_CHECK(std::isfinite(dropout) && dropout >= 0 && dropout < 1, "--dropout: must be in [0, 1), got ", dropout);
-    NORMNET_CHECK(std::find(kNorms.begin(), kNorms.end(), norm) != kNorms.end(), "--norm: unknown normalisation '", norm,
+    // A block normalises each token over its features: the norm table's features site.
+    const std::vector<std::string> norms = norm_names(NormSite::features);
+    NORMNET_CHECK(std::find(norms.begin(), norms.end(), norm) != norms.end(), "--norm: unknown normalisation '", norm,
                   "' (expected layer, rms, batch or none)");
     const double p = parameters();
     NORMNET_CHECK(p <= kMaxParameters, "the model ", str(), " would have ", count_text(p), " parameters, more than the ",
