@@ -234,6 +234,7 @@ TEST_CASE("cnn: compare --model cnn writes the error-vs-batch view with BatchNor
     const std::string svg = read_file(out / "error_vs_batch.svg");
     CHECK(svg_problem(svg).empty());
     CHECK_THAT(svg, Contains("test error") && Contains(">GroupNorm<"));
+    CHECK_THAT(svg, Contains(">4</text>") && Contains(">8</text>"));  // every batch size labelled, right to left
 }
 
 TEST_CASE("cnn: bench --model cnn prints a row per norm with its GEMM floor", "[cnn][bench]") {

@@ -245,7 +245,9 @@ void line(Svg& svg, double x1, double y1, double x2, double y2, std::string_view
 std::vector<bool> readable_x_labels(const Ticks& ticks, const Axis& x) {
     std::vector<bool> keep(ticks.values.size(), false);
     double last_right = -kInf;
-    for (size_t i = 0; i < ticks.values.size(); ++i) {
+    const size_t n = ticks.values.size();
+    for (size_t k = 0; k < n; ++k) {
+        const size_t i = x.px_hi < x.px_lo ? n - 1 - k : k;  // left to right on a reversed axis too
         const double half = text_width(ticks.labels[i]) / 2, centre = x.to_px(ticks.values[i]);
         if (centre - half >= last_right + 6) keep[i] = true, last_right = centre + half;
     }
