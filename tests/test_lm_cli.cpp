@@ -125,7 +125,7 @@ TEST_CASE("lm: N steps, a checkpoint and M more equal N + M straight, bit for bi
     }
 }
 
-TEST_CASE("lm: validation is the mean loss per held-out character; metrics.csv has nats and bits", "[lm]") {
+TEST_CASE("lm: validation is the mean loss per held-out character, metrics.csv has nats and bits", "[lm]") {
     test::ThreadsGuard threads;
     set_num_threads(1);
     test::ScratchDir dir("normnet_lm_");
@@ -154,7 +154,7 @@ TEST_CASE("lm: corpora shorter than the context are refused naming both lengths"
     CHECK_THROWS_WITH(LmTrainer(c, corpus, bigram), Contains("context (500)"));
 }
 
-TEST_CASE("lm: sampling is seeded; temperature 0 and top-k 1 take the most likely character", "[lm]") {
+TEST_CASE("lm: sampling is seeded, temperature 0 and top-k 1 take the most likely character", "[lm]") {
     test::ThreadsGuard threads;
     set_num_threads(1);
     test::ScratchDir dir("normnet_lm_");
@@ -235,7 +235,7 @@ TEST_CASE("lm cli: corpus and option errors are one line, nothing is written", "
     require_lm_error(dir, {"lm", "sample", "--checkpoint", dir / "none.safetensors"}, 1, {"none.safetensors"});
 }
 
-TEST_CASE("lm cli: train prints and records val loss in nats and bits; sample continues a prompt", "[lm][cli]") {
+TEST_CASE("lm cli: train prints and records val loss in nats and bits, sample continues a prompt", "[lm][cli]") {
     TempDir dir;
     const std::string text = write(dir.path / "f.txt", fortunes(80));
     const std::string run = dir / "run";
@@ -317,7 +317,7 @@ TEST_CASE("lm cli: N steps + --resume for M equals N + M straight, bit for bit",
     require_lm_error(dir, {"lm", "train", "--resume", b, "--steps", "20"}, 1, {"already trained 20 of 20 steps"});
 }
 
-TEST_CASE("lm cli: SIGINT between validations saves the step reached; the run resumes from it", "[lm][cli][signal]") {
+TEST_CASE("lm cli: SIGINT between validations saves the step reached, the run resumes from it", "[lm][cli][signal]") {
     TempDir dir;
     const std::string text = write(dir.path / "f.txt", fortunes(80));
     const std::string run = dir / "run";

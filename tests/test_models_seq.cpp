@@ -73,7 +73,7 @@ TEST_CASE("models: VisionTransformer matches its PyTorch equivalent", "[models][
     }
 }
 
-TEST_CASE("models: VisionTransformer defaults are the MNIST model; flat images are accepted", "[models][seq]") {
+TEST_CASE("models: VisionTransformer defaults are the MNIST model, flat images are accepted", "[models][seq]") {
     manual_seed(2);
     VisionTransformer m;
     CHECK(m.pos_embedding.shape() == Shape{1, 17, 64});

@@ -16,7 +16,7 @@ using test::meta_flag;
 using test::meta_int;
 using test::require_close;
 
-TEST_CASE("nn seq: Embedding matches PyTorch; the padding row gets no gradient", "[nn][seq][golden]") {
+TEST_CASE("nn seq: Embedding matches PyTorch, the padding row gets no gradient", "[nn][seq][golden]") {
     const auto g = test::golden("seq_modules.safetensors");
     for (const std::string c : {"emb_pad", "emb_plain", "emb_negpad"}) {
         INFO("case " << c);
