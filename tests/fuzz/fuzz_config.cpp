@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     try {
         const ModelSpec spec = ModelSpec::from_json(text, "fuzz");
-        if (!(spec.linear_parameters() <= kMaxParameters)) __builtin_trap();  // validated before building
+        if (!(spec.parameters() <= kMaxParameters)) __builtin_trap();  // validated before building
     } catch (const normnet::Error&) {
     }
     try {
