@@ -3,8 +3,10 @@
 // or a normnet::Error naming the option.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "model_spec.hpp"
+#include "norms.hpp"
 #include "normnet/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -17,8 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const normnet::Error&) {
     }
     try {
-        for (const std::string& norm : parse_norm_list(text)) {
-            if (std::find(kNorms.begin(), kNorms.end(), norm) == kNorms.end()) __builtin_trap();
+        for (const NormSite site : {NormSite::features, NormSite::channels}) {
+            const std::vector<std::string> known = norm_names(site);
+            for (const std::string& norm : parse_norm_list(text, site, "fuzz")) {
+                if (std::find(known.begin(), known.end(), norm) == known.end()) __builtin_trap();
+            }
         }
     } catch (const normnet::Error&) {
     }
