@@ -13,8 +13,10 @@
   text/         the first records of a few of Debian's fortune files (/usr/share/games/fortunes)
   lists/        values of --hidden, --batch-sizes and --norms as users write them
 
-The seeds are committed in tests/fuzz/seeds/ (what .ci/run fuzzes from); run this after a change
-of the checkpoint format to remake them:
+The seeds other than idx/ are committed in tests/fuzz/seeds/ (what .ci/run fuzzes from). idx/
+holds slices of the datasets, which are never committed: .ci/run makes it before fuzzing with
+  tests/fuzz/make_seeds.py --idx-only --out tests/fuzz/seeds
+Run this after a change of the checkpoint format to remake the others:
   tests/fuzz/make_seeds.py --normnet build/apps/normnet/normnet \
       --fuzz-safetensors build-fuzz/tests/fuzz/fuzz_safetensors --out tests/fuzz/seeds
 Runs with Python's standard library alone; a dataset that is missing is left out.
@@ -90,10 +92,13 @@ def write(folder, name, data):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--normnet", required=True, help="the normnet program, to write real checkpoints")
+    p.add_argument("--normnet", help="the normnet program, to write real checkpoints (required unless --idx-only)")
+    p.add_argument("--idx-only", action="store_true", help="write idx/ alone (from the datasets installed here)")
     p.add_argument("--fuzz-safetensors", help="the fuzz_safetensors program, to write the states it loads")
     p.add_argument("--out", required=True, help="folder for idx/, safetensors/, resume/, config/, metrics/, text/, lists/")
     a = p.parse_args()
+    if not a.idx_only and not a.normnet:
+        p.error("--normnet is required unless --idx-only")
     made = 0
     with tempfile.TemporaryDirectory() as work:
         data_dir = None
@@ -113,6 +118,9 @@ def main():
                 data_dir = os.path.join(work, name)
         if data_dir is None:
             sys.exit("make_seeds: no MNIST or Fashion-MNIST found (data/mnist, /usr/share/datasets/fashion-mnist)")
+        if a.idx_only:
+            print(f"make_seeds: {made} seed files in {os.path.join(a.out, 'idx')}")
+            return
 
         for norm in ("layer", "batch"):
             run = os.path.join(work, "run-" + norm)
