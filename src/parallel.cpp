@@ -48,7 +48,16 @@ public:
         generation_.fetch_add(1, std::memory_order_release);
         generation_.notify_all();
         run_chunk(0);
-        while (remaining_.load(std::memory_order_acquire) != 0) _mm_pause();
+        // Spin while the workers are running, but not for ever: on an oversubscribed machine a
+        // worker may be off its core, and spinning through our time slice only delays it (a
+        // compare grid under load 16 ran 130x slower at batch 2). Past the spin, give the core away.
+        for (int spin = 0; remaining_.load(std::memory_order_acquire) != 0; ++spin) {
+            if (spin < kSpinRounds) {
+                _mm_pause();
+            } else {
+                std::this_thread::yield();
+            }
+        }
         return chunks_;
     }
 
