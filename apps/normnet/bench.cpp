@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "bench_lm.hpp"
 #include "commands.hpp"
 #include "models.hpp"
 #include "progress.hpp"
@@ -205,7 +206,12 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
-    cmd->callback([a, cmd] { run_bench(*a, *cmd); });
+    add_bench_lm_options(*cmd);  // --model lm: bench_lm.hpp
+    cmd->callback([a, cmd] {
+        if (a->model.type == "lm") return run_bench_lm(*cmd);
+        refuse_lm_options(*cmd, a->model.type);
+        run_bench(*a, *cmd);
+    });
 }
 
 }  // namespace normnet::cli
