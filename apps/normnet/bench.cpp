@@ -4,8 +4,6 @@
 // same sgemm (the products the model's registry row lists: for the MLP 3 forward, 3
 // weight-gradient and 2 input-gradient sgemm per step; for the CNN the convolutions' lowered
 // products per image as well), the same shapes and thread count.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +11,7 @@
 #include <optional>
 
 #include "bench_lm.hpp"
+#include "bench_timing.hpp"
 #include "commands.hpp"
 #include "models.hpp"
 #include "progress.hpp"
@@ -31,22 +30,6 @@ struct BenchArgs {
     int repeats = 3;
     bool json = false;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mb() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 // The matrix products of one epoch alone (the model's registry row lists a step's products,
 // gemm_floor.hpp runs them as conv2d and linear do): full batches, then the partial last one.

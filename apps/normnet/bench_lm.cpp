@@ -1,14 +1,13 @@
 // `normnet bench --model lm`: timed LM steps next to their GEMM floor.
 #include "bench_lm.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "bench_timing.hpp"
 #include "commands.hpp"
 #include "lm_trainer.hpp"
 #include "models.hpp"
@@ -27,22 +26,6 @@ constexpr int kBenchRepeats = 3;
 const std::set<std::string> kBenchLmOptions{"--model", "--batch-sizes", "--norms", "--norm-placement", "--steps",
                                             "--warmup-steps", "--epochs", "--data", "--text", "--context", "--d-model",
                                             "--layers", "--heads", "--threads", "--json", "--help"};
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mb() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 }  // namespace
 
