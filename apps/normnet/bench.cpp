@@ -4,14 +4,14 @@
 // same sgemm (the products the model's registry row lists: for the MLP 3 forward, 3
 // weight-gradient and 2 input-gradient sgemm per step; for the CNN the convolutions' lowered
 // products per image as well), the same shapes and thread count.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "bench_lm.hpp"
+#include "bench_timing.hpp"
 #include "commands.hpp"
 #include "models.hpp"
 #include "progress.hpp"
@@ -30,22 +30,6 @@ struct BenchArgs {
     int repeats = 3;
     bool json = false;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mb() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 // The matrix products of one epoch alone (the model's registry row lists a step's products,
 // gemm_floor.hpp runs them as conv2d and linear do): full batches, then the partial last one.
@@ -205,7 +189,12 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
-    cmd->callback([a, cmd] { run_bench(*a, *cmd); });
+    add_bench_lm_options(*cmd);  // --model lm: bench_lm.hpp
+    cmd->callback([a, cmd] {
+        if (a->model.type == "lm") return run_bench_lm(*cmd);
+        refuse_lm_options(*cmd, a->model.type);
+        run_bench(*a, *cmd);
+    });
 }
 
 }  // namespace normnet::cli

@@ -61,6 +61,22 @@ struct ModelArgs {
 };
 void add_model_options(CLI::App& cmd, ModelArgs& m);
 std::vector<std::string> names_of_models();
+/// Lets cmd's --model also take `lm`, the character LM of `normnet lm train` (not a registry row:
+/// its model is no Sequential over images and LmTrainer trains it); `help` says what it does there.
+void accept_lm_model(CLI::App& cmd, const std::string& help);
+/// The value of `flag` when it was given on cmd's command line, else `fallback` (for options that
+/// another part of the command may have declared, with its own storage or none).
+template <class T>
+T given_option(const CLI::App& cmd, const std::string& flag, T fallback) {
+    const CLI::Option* o = cmd.get_option_no_throw(flag);
+    return o != nullptr && o->count() > 0 ? o->as<T>() : fallback;
+}
+/// The help group of the options only --model lm reads.
+inline constexpr const char* kLmOptionGroup = "Options for --model lm";
+/// Adds a storage-less option (read with given_option) in kLmOptionGroup unless cmd has `flag` already.
+void add_lm_option(CLI::App& cmd, const std::string& flag, const std::string& help);
+/// Throws UsageError when an option of kLmOptionGroup was given for --model `model` (not lm).
+void refuse_lm_options(const CLI::App& cmd, const std::string& model);
 /// `base`, or the defaults of the model --model names when it is another, with the size
 /// options given on the command line; throws normnet::Error naming an option the model lacks.
 ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const ModelSpec& base);

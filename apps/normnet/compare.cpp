@@ -14,6 +14,7 @@
 #include "batch_statistics.hpp"
 #include "batch_size_report.hpp"
 #include "commands.hpp"
+#include "compare_lm.hpp"
 #include "compare_world.hpp"
 #include "models.hpp"
 #include "progress.hpp"
@@ -611,12 +612,15 @@ void add_compare_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--out", a->out, "Output folder (default: compare)");
     cmd->add_flag("--overwrite", a->overwrite, "Replace the results already in --out");
+    add_compare_lm_options(*cmd);  // --model lm: compare_lm.hpp
     cmd->callback([a, cmd] {
         a->command_line = "normnet compare";
         for (const CLI::Option* o : cmd->get_options()) {
             if (o->count() == 0 || o->get_name() == "--help") continue;
             a->command_line += " " + o->get_name() + (o->get_expected_min() == 0 ? "" : " " + o->as<std::string>());
         }
+        if (a->model.type == "lm") return run_compare_lm(*cmd, a->command_line);
+        refuse_lm_options(*cmd, a->model.type);
         run_compare(*a, *cmd);
     });
 }

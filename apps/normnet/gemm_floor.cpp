@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "models.hpp"
 #include "ops/gemm.hpp"
 #include "parallel.hpp"
 #include "normnet/threads.hpp"
@@ -37,6 +38,22 @@ void FloorPass::run() {
     detail::parallel_for_chunks(images_, 1, [&](int chunk, int64_t b, int64_t e) {
         for (int64_t n = b; n < e; ++n) one(ops_[static_cast<size_t>(chunk)]);
     });
+}
+
+FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L, int64_t S, int64_t E) {
+    return FloorLayer{name,
+                      {{false, true, L, S, E}, {false, false, L, E, S}},
+                      {{true, false, S, E, L}, {false, true, L, S, E}, {false, false, L, E, S}, {true, false, S, E, L}},
+                      slices};
+}
+
+void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
+                                int64_t heads, int64_t dim_feedforward) {
+    const int64_t rows = sequences * T;
+    add_linear_products(layers, d_model, {3 * d_model}, rows, true);  // in_proj
+    layers.push_back(attention_products("attention", sequences * heads, T, T, d_model / heads));
+    add_linear_products(layers, d_model, {d_model}, rows, true);                    // out_proj
+    add_linear_products(layers, d_model, {dim_feedforward, d_model}, rows, true);  // linear1, linear2
 }
 
 StepFloor::StepFloor(const std::vector<FloorLayer>& layers) {

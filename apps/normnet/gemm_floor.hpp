@@ -24,6 +24,18 @@ struct FloorLayer {
     int64_t images = 0;
 };
 
+/// scaled_dot_product_attention's products over `slices` (batch x heads) slices of [L, E]
+/// queries, [S, E] keys and values: q k^T and p v forward; dv = p^T dout, dp = dout v^T,
+/// dq = ds k and dk = ds^T q backward; each slice's products single-threaded, the slices split
+/// between the threads (as src/ops/attention.cpp runs them).
+FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L, int64_t S, int64_t E);
+
+/// The products of one TransformerEncoderLayer's step over `sequences` sequences of T tokens:
+/// in_proj (d_model -> 3 d_model), attention over sequences x heads slices, out_proj, linear1
+/// (d_model -> dim_feedforward) and linear2, each Linear's input gradient included.
+void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
+                                int64_t heads, int64_t dim_feedforward);
+
 /// The products of one pass, with their operands allocated once (per thread for per-image ones).
 class FloorPass {
 public:

@@ -84,6 +84,27 @@ std::vector<std::string> names_of_models() {
     return names;
 }
 
+void accept_lm_model(CLI::App& cmd, const std::string& help) {
+    CLI::Option* model = cmd.get_option("--model");
+    std::vector<std::string> names = names_of_models();
+    names.push_back("lm");
+    model->get_validator()->active(false);  // the registry's names, from add_model_options
+    model->check(CLI::IsMember(names));
+    model->description(model->get_description() + "; lm: " + help);
+}
+
+void add_lm_option(CLI::App& cmd, const std::string& flag, const std::string& help) {
+    if (cmd.get_option_no_throw(flag) == nullptr) cmd.add_option(flag)->description(help)->group(kLmOptionGroup);
+}
+
+void refuse_lm_options(const CLI::App& cmd, const std::string& model) {
+    for (const CLI::Option* o : cmd.get_options()) {
+        if (o->count() > 0 && o->get_group() == kLmOptionGroup) {
+            throw UsageError(str(o->get_name(), ": applies to --model lm, not ", model));
+        }
+    }
+}
+
 ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const ModelSpec& base) {
     const bool retyped = cmd.count("--model") > 0 && m.type != base.type;
     ModelSpec spec = retyped ? ModelSpec::defaults(m.type) : base;
