@@ -21,11 +21,7 @@ using Json = nlohmann::json;
 
 DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replicas& r) {
     // --batch-size is the global batch: each of the world's ranks takes batch / world of it.
-    if (c.batch_size % r.world != 0) {
-        throw UsageError(str("--batch-size ", c.batch_size, ": the global batch must divide by the ", r.world,
-                             " processes of this run (each rank takes an equal slice of every batch)"));
-    }
-    const int64_t per_rank = c.batch_size / r.world;
+    const int64_t per_rank = per_rank_batch(c.batch_size, r);
     const bool local_bn = uses_batch_statistics(c.model.norm) && c.bn_sync == "local";
     if (local_bn && r.world > 1 && per_rank < 2) {
         throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves ", per_rank,
