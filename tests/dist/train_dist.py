@@ -287,20 +287,29 @@ def check_resumes(r, out, why):
               f"{int(metrics(os.path.join(r.tmp, out))[-1][0])}: {q.stdout.strip()}")
 
 
-def case_kill(r):
-    p = start_and_wait_for_checkpoint(r, "k")
-    ranks = rank_pids(p.pid)
-    if 1 not in ranks:
-        p.kill()
-        fail(f"rank 1's process not found among mpirun's children ({ranks})")
-    os.kill(ranks[1], signal.SIGKILL)
-    killed = time.monotonic()
+def signal_and_wait(r, p, target, sig, what):
+    """Sends sig to mpirun (target "mpirun") or to rank 1 ("rank") of job p; returns its stderr and
+    the seconds until it ended (failing after 30 s: a hang)."""
+    if target == "mpirun":
+        os.kill(p.pid, sig)
+    else:
+        ranks = rank_pids(p.pid)
+        if 1 not in ranks:
+            p.kill()
+            fail(f"rank 1's process not found among mpirun's children ({ranks})")
+        os.kill(ranks[1], sig)
+    sent = time.monotonic()
     try:
         _, stderr = p.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         p.kill()
-        fail("the job did not end within 30 s of kill -9 of rank 1 (a hang)")
-    seconds = time.monotonic() - killed
+        fail(f"the job did not end within 30 s of {what} (a hang)")
+    return stderr, time.monotonic() - sent
+
+
+def case_kill(r):
+    p = start_and_wait_for_checkpoint(r, "k")
+    stderr, seconds = signal_and_wait(r, p, "rank", signal.SIGKILL, "kill -9 of rank 1")
     named = [l.strip() for l in stderr.splitlines() if "rank 1" in l]
     print(f"kill: mpirun exited {p.returncode} {seconds:.1f} s after kill -9 of rank 1: {named[0] if named else stderr}")
     if p.returncode == 0 or not named:
@@ -314,21 +323,7 @@ def case_sigterm(r, target):
     # after), so a rank may die in the middle of its save: the atomic writes keep the last
     # complete checkpoint either way.
     p = start_and_wait_for_checkpoint(r, "t")
-    if target == "mpirun":
-        os.kill(p.pid, signal.SIGTERM)
-    else:
-        ranks = rank_pids(p.pid)
-        if 1 not in ranks:
-            p.kill()
-            fail(f"rank 1's process not found among mpirun's children ({ranks})")
-        os.kill(ranks[1], signal.SIGTERM)
-    sent = time.monotonic()
-    try:
-        _, stderr = p.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        fail(f"the job did not end within 30 s of SIGTERM to {target} (a hang)")
-    seconds = time.monotonic() - sent
+    stderr, seconds = signal_and_wait(r, p, target, signal.SIGTERM, f"SIGTERM to {target}")
     said = [l.strip() for l in stderr.splitlines() if l.startswith("normnet:")]
     print(f"sigterm: mpirun exited {p.returncode} {seconds:.1f} s after SIGTERM to {target}: "
           f"{said[0] if said else stderr.strip()[:200]}")
