@@ -420,6 +420,14 @@ def case_lm_equivalence(r, norm):
         if worst > tolerance or train_gap > 1e-5 or val_gap > val_tolerance:
             fail(f"lm {norm}: N = {world} differs from N = 1 by {worst:.2e} at {where} (losses {train_gap:.2e}, "
                  f"{val_gap:.2e})")
+    if norm == "batch":  # per-rank statistics: a run of its own, recorded as such
+        run_lm(r, 2, "local", ["--steps", "30", "--norm", "batch", "--bn-sync", "local"])
+        worst, where, (train_gap, _) = lm_gap(r, "local", "n1", norm)
+        _, meta = load_safetensors(r.model("local"))
+        print(f"lm batch --bn-sync local: N = 2 differs from N = 1 by {worst:.2e} (at {where}), train losses by "
+              f"{train_gap:.2e}: each rank normalises over 4 x 16 positions, not 8 x 16")
+        if worst < 1e-4 or meta.get("normnet.bn_sync") != "local":
+            fail(f"--bn-sync local should differ from N = 1 and say so in its metadata ({worst:.2e}, {meta})")
 
 
 def case_lm_resume(r):
@@ -442,6 +450,22 @@ def case_lm_resume(r):
               f"steps with N = 1 by {worst:.2e} (relative, at {where})")
         if worst > 1e-5:
             fail(f"resumed with N = {world or 1}: {worst:.2e} at {where}")
+    # Dropout under N = 2: each rank's masks come from a per-step seed, and the shared generator
+    # is what the checkpoint keeps, so a resumed run is the straight run bit for bit.
+    drop = extra + ["--dropout", "0.1"]
+    run_lm(r, 2, "drop-straight", drop + ["--steps", "30"])
+    run_lm(r, 2, "drop-first", drop + ["--steps", "20"])
+    q = subprocess.run(r.mpirun(2) + [r.args.normnet, "lm", "train", "--resume", os.path.join(r.tmp, "drop-first"), "--steps",
+                                      "30", "--quiet", "--threads", "1"], capture_output=True, text=True, timeout=120)
+    if q.returncode != 0:
+        fail(f"--resume with dropout failed:\n{q.stderr}")
+    a, _ = load_safetensors(r.model("drop-first"))
+    b, _ = load_safetensors(r.model("drop-straight"))
+    differing = [name for name in a if not np.array_equal(a[name], b[name])]
+    print(f"lm-resume: dropout 0.1, N = 2, 20 steps + --resume to 30 vs 30 straight: "
+          f"{'bit-identical' if not differing else 'differs at ' + differing[0]}")
+    if differing:
+        fail(f"a resumed N = 2 run with dropout differs from the straight run at {differing}")
 
 
 def case_lm_batch(r):
