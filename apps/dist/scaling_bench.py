@@ -9,7 +9,7 @@ rank) and the scaling efficiency (N = 2 x 1 samples/s over N = 1 x 2 samples/s).
 the all-reduce cost alpha + beta * P with allreduce_bench over shared memory (vader) and over
 TCP on loopback.
 
-  /usr/bin/python3 apps/dist/scaling_bench.py --build build --data data/mnist
+  /usr/bin/python3 apps/dist/scaling_bench.py --build build --data data/mnist [--mpirun-args '--bind-to none']
 """
 import argparse
 import json
@@ -28,7 +28,7 @@ def bench(args, world, threads):
     if args.limit:
         cmd += ["--limit", str(args.limit)]
     if world > 1:
-        cmd = MPIRUN + ["-np", str(world), "--mca", "btl", "self,vader"] + cmd
+        cmd = MPIRUN + ["-np", str(world), "--mca", "btl", "self,vader"] + args.mpirun_args.split() + cmd
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -49,6 +49,9 @@ def main():
     p.add_argument("--epochs", type=int, default=3, help="timed epochs per configuration (median)")
     p.add_argument("--rounds", type=int, default=2, help="alternations of the two configurations")
     p.add_argument("--limit", type=int, default=0, help="training images (0: all 60000)")
+    p.add_argument("--mpirun-args", default="",
+                   help="more options for the N = 2 runs' mpirun, e.g. '--bind-to core' (Open MPI binds 2 ranks "
+                        "to cores by default) or '--bind-to none'")
     args = p.parse_args()
 
     rows = {(1, 2): [], (2, 1): []}

@@ -55,6 +55,7 @@ LmConfig merge_resumed(const LmConfig& saved, const LmConfig& given, const CLI::
     take("--clip", &LmConfig::clip);
     take("--eval-every", &LmConfig::eval_every);
     take("--threads", &LmConfig::threads);
+    take("--bn-sync", &LmConfig::bn_sync);
     // Architecture options are taken too, so that asking for another model than the
     // checkpoint's is an error rather than silently ignored.
     take_model("--context", &LmSpec::context);
@@ -113,11 +114,15 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
         config = merge_resumed(LmConfig::from_json(it->second, checkpoint.model.path), config, cmd);
         as_usage_error([&] { config.validate(); });
     }
-    config.threads = config.resolved_threads();
+    // Under mpirun every rank runs this: only rank 0 prints and writes; the others train and
+    // join its collectives.
+    const Replicas& replicas = Replicas::current();
+    const bool leader = replicas.leader();
+    config.threads = threads_per_rank(config.threads, replicas);  // the ranks on a machine share its cores
     set_num_threads(config.threads);
 
     const TextCorpus corpus = load_text_corpus(config.text, {.val_fraction = config.val_fraction});
-    LmTrainer trainer(config, corpus, factory);
+    LmTrainer trainer(config, corpus, factory, replicas);
     const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
         trainer.resume(checkpoint);
@@ -132,16 +137,19 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
     const StopOnSignal signals;
-    prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
-                          "--resume " + dir + " to continue it");
-    if (continuing) settle_checkpoint_folder(checkpoint);
-    if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
-    write_lm_config_json(dir, config, checkpoint.model.path);
     const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
-    write_file_atomic(metrics_path, lm_metrics_csv(trainer.history()));
+    if (leader) {
+        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
+                              "--resume " + dir + " to continue it");
+        if (continuing) settle_checkpoint_folder(checkpoint);
+        if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
+        write_lm_config_json(dir, config, checkpoint.model.path);
+        write_file_atomic(metrics_path, lm_metrics_csv(trainer.history()));
+    }
 
-    const bool tty = stdout_is_terminal() && !args.quiet;
-    if (!args.quiet) {
+    const bool quiet = args.quiet || !leader;
+    const bool tty = stdout_is_terminal() && !quiet;
+    if (!quiet) {
         double parameters = 0;
         for (const Tensor& p : trainer.model().parameters()) parameters += static_cast<double>(p.numel());
         std::printf("normnet lm train: %s (%s parameters) on %s (%lld records: %lld training / %lld held-out characters), "
@@ -150,6 +158,13 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
                     static_cast<long long>(corpus.records), static_cast<long long>(corpus.train.numel()),
                     static_cast<long long>(corpus.val.numel()), config.lr, static_cast<long long>(config.batch_size),
                     plural(trainer.total_steps(), "step").c_str(), plural(config.threads, "thread").c_str());
+        if (replicas.parallel()) {
+            std::printf("data parallel: %d processes, %lld windows per rank and step%s\n", replicas.world,
+                        static_cast<long long>(config.batch_size / replicas.world),
+                        config.model.norm != "batch" ? ""
+                        : config.bn_sync == "sync"   ? ", BatchNorm statistics synchronised (sync)"
+                                                     : ", BatchNorm statistics per rank (local)");
+        }
         std::printf("run folder: %s\n", dir.c_str());
         if (!args.resume.empty()) {
             std::printf("resuming from %s at step %lld\n", checkpoint.model.path.c_str(), static_cast<long long>(trainer.step()));
@@ -180,25 +195,26 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
                 saved = true;
                 throw interrupted(StopOnSignal::requested());
             }
-            if (!args.quiet) {
+            if (!quiet) {
                 std::printf("%s  train loss %.4f  %s  lr %.2e  %s\n", label.c_str(), m->train_loss,
                             val_loss_text(m->val_loss).c_str(), m->lr, format_duration(m->seconds).c_str());
                 std::fflush(stdout);
             }
             trainer.save_checkpoint(dir);
             saved = true;
-            write_file_atomic(metrics_path, lm_metrics_csv(trainer.history()));
+            if (leader) write_file_atomic(metrics_path, lm_metrics_csv(trainer.history()));
             if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
     } catch (const NonFinite& e) {
-        if (!saved) discard_run_folder(dir, existed);
+        if (!saved && leader) discard_run_folder(dir, existed);
         fail(e.what(), "; stopped without saving, ",
              saved ? "the last checkpoint in " + dir + " is kept" : std::string("no checkpoint was written"),
              " (try a lower --lr or --clip)");
     } catch (...) {
-        if (!saved) discard_run_folder(dir, existed);
+        if (!saved && leader) discard_run_folder(dir, existed);
         throw;
     }
+    if (!leader) return;
     std::printf("final %s, model saved to %s\n", val_loss_text(trainer.history().back().val_loss).c_str(),
                 (fs::path(dir) / kModelFile).c_str());
 }
@@ -272,7 +288,7 @@ void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
         ->capture_default_str();
     train->add_option("--steps", c.steps, "Optimizer steps")->check(kSizeRange)->capture_default_str();
     train->add_option("--epochs", c.epochs, "Or the run's length in passes over the training text")->check(kSizeRange);
-    train->add_option("--batch-size", c.batch_size, "Windows per step")->check(kSizeRange)->capture_default_str();
+    train->add_option("--batch-size", c.batch_size, "Windows per step (under mpirun: of all ranks together)")->check(kSizeRange)->capture_default_str();
     train->add_option("--lr", c.lr, "Peak learning rate (AdamW)")->capture_default_str();
     train->add_option("--weight-decay", c.weight_decay, "AdamW weight decay (matrices and embeddings)")->capture_default_str();
     train->add_option("--schedule", c.schedule, "After the warm-up: cosine or constant")
@@ -293,7 +309,12 @@ void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
         ->check(kSizeRange)->capture_default_str();
     train->add_option("--seed", c.seed, "Seed of the initial weights, the windows and dropout")
         ->check(kNonNegative)->capture_default_str();
-    train->add_option("--threads", c.threads, "Threads (default: the number of cores)")->check(kThreadsRange);
+    train->add_option("--threads", c.threads, "Threads (default: the number of cores; under mpirun, shared among the ranks)")
+        ->check(kThreadsRange);
+    train->add_option("--bn-sync", c.bn_sync,
+                      "Under mpirun, with --norm batch: each rank's statistics over its windows x positions (local) or "
+                      "every rank's, as one process over the global batch (sync)")
+        ->check(CLI::IsMember({"local", "sync"}))->capture_default_str();
     train->add_option("--out", args->out, "Run folder (default: runs/lm_<date-time>)");
     train->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
     train->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");

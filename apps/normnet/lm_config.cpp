@@ -108,7 +108,8 @@ std::string LmConfig::to_json() const {
                                   {"clip", clip},
                                   {"eval_every", eval_every},
                                   {"seed", seed},
-                                  {"threads", threads}}
+                                  {"threads", threads},
+                                  {"bn_sync", bn_sync}}
         .dump();
 }
 
@@ -131,6 +132,7 @@ LmConfig LmConfig::from_json(const std::string& text, const std::string& where) 
         read_field(j, "eval_every", c.eval_every);
         read_field(j, "seed", c.seed);
         read_field(j, "threads", c.threads);
+        read_field(j, "bn_sync", c.bn_sync);
     } catch (const std::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
@@ -158,6 +160,7 @@ void LmConfig::validate() const {
     NORMNET_CHECK(eval_every >= 1 && eval_every <= kMaxLmSteps, "--eval-every: must be in [1, ", kMaxLmSteps, "], got ",
                   eval_every);
     NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
+    NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
 }
 
 int64_t LmConfig::total_steps(int64_t train_tokens) const {

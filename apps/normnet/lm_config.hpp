@@ -63,6 +63,9 @@ struct LmConfig {
     int64_t eval_every = 200;         // steps between validations (and checkpoints)
     uint64_t seed = 0;
     int threads = 0;  // 0: the number of cores
+    // --norm batch under mpirun: each rank's statistics over its windows x positions (local) or
+    // every rank's (sync: dist::sync_batch_norm through SequenceBatchNorm, as one process would).
+    std::string bn_sync = "local";
 
     std::string to_json() const;
     /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in errors.

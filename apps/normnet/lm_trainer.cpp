@@ -11,6 +11,7 @@
 #include <numbers>
 
 #include "checkpoint_metadata.hpp"
+#include "commands.hpp"
 #include "normnet/normnet.hpp"
 #include "trainer.hpp"
 
@@ -117,17 +118,33 @@ std::vector<char32_t> parse_vocab(const std::string& text, const std::string& wh
     return vocab;
 }
 
-LmTrainer::LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmModelFactory& factory)
+LmTrainer::LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmModelFactory& factory,
+                     const Replicas& replicas)
     : config_(config),
+      replicas_(replicas),
       vocab_(corpus.vocab),
       val_(long_enough(corpus.val, "held-out", config, corpus)),
       batches_(long_enough(corpus.train, "training", config, corpus), config.batch_size, config.model.context,
                window_seed(config.seed)) {
     config_.model.vocab_size = corpus.vocab_size();
     config_.validate();
+    const int64_t per_rank = per_rank_batch(config_.batch_size, replicas_);
+    const bool batch_norm = config_.model.norm == "batch";
+    if (replicas_.parallel() && batch_norm && config_.bn_sync == "local" && per_rank * config_.model.context < 2) {
+        throw UsageError(str("--batch-size ", config_.batch_size, " over ", replicas_.world, " processes leaves one position per "
+                             "rank: BatchNorm with --bn-sync local needs at least 2 (use a larger --batch-size or --bn-sync sync)"));
+    }
     total_steps_ = config_.total_steps(corpus.train.numel());
     manual_seed(config_.seed);
     model_ = factory(config_.model);
+    if (replicas_.parallel()) {
+        // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).
+        dist::broadcast_module(*model_);
+        // SequenceBatchNorm is a BatchNormBase over [B x T, C]: synchronised, its statistics are
+        // over every rank's windows and positions, those of the global batch in one process.
+        if (batch_norm && config_.bn_sync == "sync") dist::convert_sync_batchnorm(*model_);
+        reduce_ = std::make_unique<dist::GradientAllReduce>(model_->parameters(), 2);  // + the loss and the stop flag
+    }
     optimizer_ = make_lm_optimizer(config_, model_->named_parameters());
     scheduler_ = std::make_unique<LRScheduler>(*optimizer_, lm_schedule_options(config_, total_steps_));
 }
@@ -145,14 +162,21 @@ std::optional<LmMetrics> LmTrainer::run_interval(const LmStepCallback& on_step, 
     double lr = optimizer_->lr();
     while (step_ < end) {
         const auto [x, y] = batches_.next();
-        const Tensor logits = model_->forward(x);  // [B, T, V]
-        const int64_t V = logits.size(-1);
-        const Tensor loss = cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
-        const float value = loss.item();
+        float value = 0;
+        bool stop_here = false;
+        if (reduce_) {
+            stop_here = stop && step_ + 1 < end && stop();  // asked before the step's all-reduce, which carries it
+            value = parallel_step(x, y, stop_here);
+        } else {
+            const Tensor logits = model_->forward(x);  // [B, T, V]
+            const int64_t V = logits.size(-1);
+            const Tensor loss = cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
+            value = loss.item();
+            if (std::isfinite(value)) loss.backward();
+        }
         if (!std::isfinite(value)) {
             throw NonFinite(str("non-finite loss (", value, ") at step ", step_ + 1, " of ", total_steps_));
         }
-        loss.backward();
         if (config_.clip > 0) {
             const double norm = clip_grad_norm(params, config_.clip);
             if (!std::isfinite(norm)) {
@@ -166,7 +190,7 @@ std::optional<LmMetrics> LmTrainer::run_interval(const LmStepCallback& on_step, 
         progress_.loss_sum += value;
         ++progress_.count;
         if (on_step) on_step(step_, total_steps_, progress_.loss_sum / static_cast<double>(progress_.count));
-        if (step_ < end && stop && stop()) {
+        if (step_ < end && (reduce_ ? stop_here : stop && stop())) {
             progress_.seconds = elapsed();
             return std::nullopt;
         }
@@ -182,15 +206,54 @@ std::optional<LmMetrics> LmTrainer::run_interval(const LmStepCallback& on_step, 
     return m;
 }
 
+float LmTrainer::parallel_step(const Tensor& x, const Tensor& y, bool& stop) {
+    // Rank r's slice of the global batch: windows [r b, (r + 1) b). Each rank backpropagates its
+    // share (1 / world) of the global batch's mean loss, so that the all-reduce sums the ranks'
+    // gradients into the global batch's (also through synchronised BatchNorm, whose backward
+    // sums over the ranks); the loss and the stop flag ride in the same call.
+    const int64_t b = x.size(0) / replicas_.world;
+    const Tensor xs = x.narrow(0, replicas_.rank * b, b), ys = y.narrow(0, replicas_.rank * b, b);
+    const float share = 1.0f / static_cast<float>(replicas_.world);
+    // Dropout: the ranks' masks must be independent draws, not the same draws over each slice.
+    // Each step takes one number from the default generator, as every rank does (so that its
+    // state stays the same on all ranks and a checkpoint of rank 0's resumes any world size),
+    // and draws this rank's masks from a generator seeded with it and the rank.
+    Generator& generator = default_generator();
+    const bool dropout = config_.model.dropout > 0;
+    std::array<uint64_t, 4> shared{};
+    if (dropout) {
+        const uint64_t step_seed = generator.next_u64();
+        shared = generator.state();
+        generator.manual_seed(step_seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(replicas_.rank + 1)));
+    }
+    const Tensor logits = model_->forward(xs);  // [b, T, V]
+    const Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), ys.reshape({-1}));
+    if (dropout) generator.set_state(shared);
+    const float value = loss.item();
+    if (std::isfinite(value)) (loss * share).backward();  // else its NaN reaches every rank in the sum
+    float metrics[2] = {value * share, stop ? 1.0f : 0.0f};
+    reduce_->all_reduce(1.0f, metrics);
+    stop = metrics[1] > 0;
+    return metrics[0];
+}
+
+void LmTrainer::average_running_stats() const {
+    if (config_.model.norm == "batch" && config_.bn_sync == "local") cli::average_running_stats(*model_, replicas_);
+}
+
 double LmTrainer::evaluate() {
     NoGradGuard no_grad;
+    average_running_stats();
     const bool was_training = model_->is_training();
     model_->eval();
     const int64_t T = config_.model.context, windows = (val_.numel() - 1) / T;
     const int64_t* tokens = val_.contiguous().data_ptr<int64_t>();
+    // In a group, rank r evaluates the windows [r W / world, (r + 1) W / world).
+    const int64_t first = windows * replicas_.rank / replicas_.world;
+    const int64_t last = windows * (replicas_.rank + 1) / replicas_.world;
     double loss_sum = 0;  // of per-character losses
-    for (int64_t w0 = 0; w0 < windows; w0 += config_.batch_size) {
-        const int64_t n = std::min(config_.batch_size, windows - w0);
+    for (int64_t w0 = first; w0 < last; w0 += config_.batch_size) {
+        const int64_t n = std::min(config_.batch_size, last - w0);
         std::vector<int64_t> x(static_cast<size_t>(n * T)), y(static_cast<size_t>(n * T));
         std::copy_n(tokens + w0 * T, n * T, x.begin());
         std::copy_n(tokens + w0 * T + 1, n * T, y.begin());
@@ -199,10 +262,18 @@ double LmTrainer::evaluate() {
         loss_sum += static_cast<double>(loss.item()) * static_cast<double>(n * T);
     }
     model_->train(was_training);
+    dist::all_reduce(&loss_sum, 1);  // every rank's share (nothing with one process)
     return loss_sum / static_cast<double>(windows * T);
 }
 
 void LmTrainer::save_checkpoint(const std::string& dir) const {
+    // Every rank calls this: rank 0 writes (atomically, as one process would) while the others
+    // wait for it. The state is the same on every rank (the running statistics once averaged).
+    average_running_stats();
+    if (!replicas_.leader()) {
+        dist::barrier();
+        return;
+    }
     CheckpointContents c;
     c.model = model_->state_dict();
     const std::string bad = first_non_finite(c.model);
@@ -221,7 +292,12 @@ void LmTrainer::save_checkpoint(const std::string& dir) const {
                         {"normnet.config", config_.to_json()},
                         {"normnet.step", step},
                         {"normnet.version", NORMNET_VERSION}};
+    if (replicas_.parallel()) {  // what the run was trained on (a resume may use another world size)
+        c.model_metadata["normnet.world_size"] = std::to_string(replicas_.world);
+        c.model_metadata["normnet.bn_sync"] = config_.bn_sync;
+    }
     commit_checkpoint(dir, std::move(c));
+    if (replicas_.parallel()) dist::barrier();
 }
 
 void LmTrainer::resume(const LoadedCheckpoint& checkpoint) {

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "lm_config.hpp"
+#include "normnet/dist.hpp"
 #include "normnet/text.hpp"
+#include "replicas.hpp"
 #include "run_folder.hpp"
 
 namespace normnet::cli {
@@ -46,13 +48,20 @@ class LmTrainer {
 public:
     /// The model comes from `factory` (the config's spec, vocab_size set from the corpus).
     /// Throws normnet::Error when either stream of the corpus is not longer than the context.
-    LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmModelFactory& factory);
+    /// Under mpirun, `replicas` makes this process one replica of a data-parallel run: every rank
+    /// draws the same global batch of config.batch_size windows (which must divide by the world
+    /// size) and trains on its contiguous slice, the gradients (and the step's loss, in the same
+    /// call) are summed over the ranks once per step, validation is sharded, and only rank 0
+    /// writes checkpoints. Every rank must make the same calls.
+    LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmModelFactory& factory,
+              const Replicas& replicas = {});
 
     /// Trains to the next validation point (every eval_every steps, and the run's last step) and
     /// validates there; nullopt when `stop` (asked after each step) ended the interval first.
     std::optional<LmMetrics> run_interval(const LmStepCallback& on_step = {}, const std::function<bool()>& stop = {});
     /// Mean loss in nats per character of the model in eval mode over the held-out stream
-    /// (its consecutive windows of `context` characters).
+    /// (its consecutive windows of `context` characters; in a group, each rank its share of
+    /// them, the sums added up).
     double evaluate();
 
     /// Commits the checkpoint pair into dir (see run_folder.hpp): model.safetensors holds the
@@ -68,9 +77,17 @@ public:
     int64_t total_steps() const { return total_steps_; }
     const std::vector<LmMetrics>& history() const { return history_; }
     std::vector<LmMetrics>& history() { return history_; }
+    const Replicas& replicas() const { return replicas_; }
 
 private:
+    // One step's forward and backward on this rank's slice and the all-reduce; returns the
+    // global batch's loss, and in `stop` whether any rank asked to stop.
+    float parallel_step(const Tensor& x, const Tensor& y, bool& stop);
+    void average_running_stats() const;
+
     LmConfig config_;
+    Replicas replicas_;
+    std::unique_ptr<dist::GradientAllReduce> reduce_;  // world > 1 only
     std::vector<char32_t> vocab_;
     Tensor val_;
     TextBatches batches_;

@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <thread>
 
+#include "commands.hpp"
+#include "normnet/autograd.hpp"
 #include "normnet/dist.hpp"
+#include "normnet/module.hpp"
 
 namespace normnet::cli {
 namespace {
@@ -45,6 +48,30 @@ int threads_per_rank(int requested, const Replicas& replicas) {
     if (requested > 0) return requested;
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return std::max(1, cores / replicas.local_size);
+}
+
+int64_t per_rank_batch(int64_t batch_size, const Replicas& r) {
+    if (batch_size % r.world != 0) {
+        throw UsageError(str("--batch-size ", batch_size, ": the global batch must divide by the ", r.world,
+                             " processes of this run (each rank takes an equal slice of every batch)"));
+    }
+    return batch_size / r.world;
+}
+
+void average_running_stats(Module& model, const Replicas& r) {
+    if (!r.parallel()) return;
+    NoGradGuard no_grad;
+    const float inv_world = 1.0f / static_cast<float>(r.world);
+    for (auto& [name, t] : model.named_buffers()) {
+        Tensor b = t.detach();
+        if (b.dtype() == kFloat32) {
+            dist::all_reduce(b);
+            float* d = b.data();
+            for (int64_t i = 0; i < b.numel(); ++i) d[i] *= inv_world;
+        } else {
+            dist::all_reduce(b, dist::ReduceOp::max);
+        }
+    }
 }
 
 std::string error_prefix() {

@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <string>
 
+namespace normnet {
+class Module;
+}
+
 namespace normnet::cli {
 
 struct Replicas {
@@ -29,6 +33,15 @@ struct Replicas {
 /// The threads of one rank: `requested`, or (0) this machine's cores shared among the job's
 /// processes on it.
 int threads_per_rank(int requested, const Replicas& replicas);
+
+/// Each rank's share of a global batch of `batch_size` (--batch-size): batch_size / world; throws
+/// UsageError unless it divides, so that every rank takes an equal slice of every batch.
+int64_t per_rank_batch(int64_t batch_size, const Replicas& replicas);
+
+/// --bn-sync local: every BatchNorm's running statistics become their mean over the ranks
+/// (num_batches_tracked their maximum: a rank may have sat out a batch), the same on every rank
+/// afterwards; for evaluation and checkpoints. Every rank must call it.
+void average_running_stats(Module& model, const Replicas& replicas);
 
 /// "normnet: error: " for one process; "normnet: error: rank 1 of 2: " in a group, so that
 /// the failing rank is named.

@@ -21,11 +21,7 @@ using Json = nlohmann::json;
 
 DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replicas& r) {
     // --batch-size is the global batch: each of the world's ranks takes batch / world of it.
-    if (c.batch_size % r.world != 0) {
-        throw UsageError(str("--batch-size ", c.batch_size, ": the global batch must divide by the ", r.world,
-                             " processes of this run (each rank takes an equal slice of every batch)"));
-    }
-    const int64_t per_rank = c.batch_size / r.world;
+    const int64_t per_rank = per_rank_batch(c.batch_size, r);
     const bool local_bn = uses_batch_statistics(c.model.norm) && c.bn_sync == "local";
     if (local_bn && r.world > 1 && per_rank < 2) {
         throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves ", per_rank,
@@ -205,7 +201,7 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
         // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).
         dist::broadcast_module(*model_);
         if (config_.bn_sync == "sync") dist::convert_sync_batchnorm(*model_);
-        reduce_ = std::make_unique<dist::GradientAllReduce>(model_->parameters());
+        reduce_ = std::make_unique<dist::GradientAllReduce>(model_->parameters(), 4);  // + StepSums
         perturb_for_test(*model_, replicas_.rank);
     }
     scheduler_ = std::make_unique<LRScheduler>(*optimizer_, schedule_options(config_, loader_.num_batches()));
@@ -222,14 +218,6 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     const bool skip_mode = config_.on_nan == "skip";
-    // A signal reaches the ranks at different batches: they stop together, after the batch at
-    // which the first of them saw it.
-    const auto stop_on_every_rank = [&](bool stop_here) {
-        if (!replicas_.parallel()) return stop_here;
-        double v = stop_here ? 1.0 : 0.0;
-        dist::all_reduce(&v, 1, dist::ReduceOp::max);
-        return v > 0;
-    };
     const auto reject = [&](const char* what, double value) {
         if (skip_mode) return false;
         throw NonFinite(str("non-finite ", what, " (", value, ") at epoch ", epochs_done_ + 1, ", batch ",
@@ -245,8 +233,20 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         Tensor logits;
         float value = 0.0f;
         bool ok = true;
+        bool stop_here = false;
         if (reduce_) {
-            ok = parallel_step(batch, params, logits, value);
+            // A signal reaches the ranks at different batches: they stop together, after the
+            // batch at which the first of them saw it (asked before the step's all-reduce, which
+            // carries it with the gradients).
+            StepSums sums;
+            sums.stop = stop && progress_.batch + 1 < batches && stop();
+            ok = parallel_step(batch, params, sums);
+            stop_here = sums.stop;
+            if (ok) {  // every rank's part of the step, the same on every rank
+                progress_.loss_sum += sums.loss_sum;
+                progress_.correct += sums.correct;
+                progress_.seen += sums.seen;
+            }
         } else {
             logits = model_->forward(batch.inputs);
             const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
@@ -267,9 +267,11 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         }
         if (ok) {
             optimizer_->step_and_zero_grad();
-            progress_.loss_sum += static_cast<double>(value) * static_cast<double>(batch.size());
-            if (batch.size() > 0) progress_.correct += count_correct(logits, batch.labels);
-            progress_.seen += batch.size();
+            if (!reduce_) {
+                progress_.loss_sum += static_cast<double>(value) * static_cast<double>(batch.size());
+                if (batch.size() > 0) progress_.correct += count_correct(logits, batch.labels);
+                progress_.seen += batch.size();
+            }
         } else {
             optimizer_->zero_grad();
             ++progress_.skipped;
@@ -278,12 +280,12 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         ++progress_.batch;
         if (replicas_.check_every > 0 && scheduler_->position() % replicas_.check_every == 0) check_replicas();
         if (on_batch) on_batch(progress_.batch, batches, progress_.seen ? progress_.mean_loss() : NAN);
-        if (stop && progress_.batch < batches && stop_on_every_rank(stop())) {
+        if (stop && progress_.batch < batches && (reduce_ ? stop_here : stop())) {
             progress_.seconds = elapsed();
             return progress_;
         }
     }
-    EpochProgress done = reduced(progress_);
+    EpochProgress done = progress_;
     done.seconds = elapsed();
     done.complete = true;
     progress_ = EpochProgress{};
@@ -295,18 +297,22 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     return done;
 }
 
-bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& params, Tensor& logits, float& value) {
+bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& params, StepSums& sums) {
     // Each rank backpropagates its share of the global batch's mean loss, so that every rank's
     // gradients are parts of one gradient (also for synchronised BatchNorm, whose backward sums
     // them over the ranks) and the all-reduce adds them up. A rank without rows in this batch
     // (the last, partial one) still joins every collective: synchronised BatchNorm's through a
-    // forward and backward of its empty slice, the gradient all-reduce with zeros.
+    // forward and backward of its empty slice, the gradient all-reduce with zeros. The step's
+    // loss x rows, correct predictions, rows and stop flag ride in the same all-reduce.
     const bool skip_mode = config_.on_nan == "skip";
     Tensor objective;
+    float metrics[4] = {0.0f, 0.0f, static_cast<float>(batch.size()), sums.stop ? 1.0f : 0.0f};
     if (batch.size() > 0) {
-        logits = model_->forward(batch.inputs);
+        const Tensor logits = model_->forward(batch.inputs);
         const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
-        value = loss.item();
+        const float value = loss.item();
+        metrics[0] = value * static_cast<float>(batch.size());
+        metrics[1] = static_cast<float>(count_correct(logits, batch.labels));
         const double share = loader_.share(progress_.batch);
         if (std::isfinite(value)) {
             objective = loss * static_cast<float>(share);
@@ -320,7 +326,11 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
         objective = model_->forward(batch.inputs).sum();  // over no rows: 0, but through every BatchNorm
     }
     if (objective.defined()) objective.backward();
-    reduce_->all_reduce(1.0f);
+    reduce_->all_reduce(1.0f, metrics);
+    sums.loss_sum = metrics[0];
+    sums.correct = static_cast<int64_t>(metrics[1]);
+    sums.seen = static_cast<int64_t>(metrics[2]);
+    sums.stop = metrics[3] > 0;
     // From here every rank holds the same gradients, so they all make the same decisions.
     if (config_.clip > 0) {
         const double norm = clip_grad_norm(params, config_.clip);
@@ -335,33 +345,10 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
     return true;
 }
 
-EpochProgress Trainer::reduced(const EpochProgress& local) const {
-    if (!replicas_.parallel()) return local;
-    EpochProgress p = local;
-    double sums[3] = {local.loss_sum, static_cast<double>(local.correct), static_cast<double>(local.seen)};
-    dist::all_reduce(sums, 3);
-    p.loss_sum = sums[0];
-    p.correct = static_cast<int64_t>(sums[1]);
-    p.seen = static_cast<int64_t>(sums[2]);
-    return p;
-}
-
 void Trainer::average_running_stats() const {
     // --bn-sync local: each rank's BatchNorm statistics are its own; evaluation and checkpoints
     // use their mean over the ranks (the same on every rank afterwards).
-    if (!replicas_.parallel() || config_.bn_sync != "local" || !uses_batch_statistics(config_.model.norm)) return;
-    NoGradGuard no_grad;
-    const float inv_world = 1.0f / static_cast<float>(replicas_.world);
-    for (auto& [name, t] : model_->named_buffers()) {
-        Tensor b = t.detach();
-        if (b.dtype() == kFloat32) {
-            dist::all_reduce(b);
-            float* d = b.data();
-            for (int64_t i = 0; i < b.numel(); ++i) d[i] *= inv_world;
-        } else {
-            dist::all_reduce(b, dist::ReduceOp::max);  // num_batches_tracked (a rank may have sat out a batch)
-        }
-    }
+    if (config_.bn_sync == "local" && uses_batch_statistics(config_.model.norm)) cli::average_running_stats(*model_, replicas_);
 }
 
 void Trainer::check_replicas() const {
@@ -450,10 +437,11 @@ Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const {
-    // Every rank calls this: the running statistics and the epoch's sums are combined over the
-    // ranks, then rank 0 writes (atomically, as one process would) while the others wait for it.
+    // Every rank calls this: the running statistics are combined over the ranks (the epoch's
+    // sums already are every rank's), then rank 0 writes (atomically, as one process would)
+    // while the others wait for it.
     average_running_stats();
-    const EpochProgress progress = reduced(progress_);
+    const EpochProgress& progress = progress_;
     if (!replicas_.leader()) {
         dist::barrier();
         return;
@@ -517,11 +505,7 @@ ResumePoint Trainer::resume(const LoadedCheckpoint& checkpoint) {
     scheduler_->set_position(p.scheduler_position);
     default_generator().set_state(p.rng);
     epochs_done_ = p.epoch;
-    progress_ = p.progress;
-    if (!replicas_.leader()) {  // the saved sums are every rank's: counted once, on rank 0
-        progress_.loss_sum = 0;
-        progress_.correct = progress_.seen = 0;
-    }
+    progress_ = p.progress;  // every rank's sums, kept on every rank
     history_ = p.history;
     return p;
 }

@@ -114,8 +114,13 @@ public:
 
 private:
     // What data parallelism adds to a step (only called with a world of more than one).
-    bool parallel_step(const Batch& batch, const std::vector<Tensor>& params, Tensor& logits, float& value);
-    EpochProgress reduced(const EpochProgress& local) const;
+    // One step's sums over every rank; `stop` goes in as this rank's wish, comes out as any rank's.
+    struct StepSums {
+        double loss_sum = 0;  // loss x rows
+        int64_t correct = 0, seen = 0;
+        bool stop = false;
+    };
+    bool parallel_step(const Batch& batch, const std::vector<Tensor>& params, StepSums& sums);
     void average_running_stats() const;
     void check_replicas() const;
 

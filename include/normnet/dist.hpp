@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "normnet/export.hpp"
@@ -56,19 +57,30 @@ NORMNET_API void all_gather(const double* values, int64_t n, double* out);
 NORMNET_API void broadcast_module(const Module& module, int src = 0);
 
 /// Averages gradients across ranks with one all-reduce per step over one flat buffer (made once;
-/// no allocation per step): all_reduce(scale) packs every parameter's gradient (zeros where a
-/// parameter has none on this rank), sums it over the ranks after multiplying by `scale` (this
-/// rank's share of the global batch, so the sum is the global batch's gradient), and writes the
-/// result back into every parameter's .grad. Every rank must call it, also one without samples.
+/// no allocation per step): all_reduce(scale) sums every parameter's gradient (zeros where a
+/// parameter has none on this rank) over the ranks after multiplying it by `scale` (this rank's
+/// share of the global batch, so the sum is the global batch's gradient), and leaves the result
+/// in every parameter's .grad. Every rank must call it, also one without samples. As DDP's
+/// gradient_as_bucket_view: after a call every .grad is a view of the buffer, so the backward of
+/// the next step accumulates into the buffer and nothing is copied; a .grad that is not (the first
+/// step, after zero_grad() set it to none) is copied in and replaced by the view, so read p.grad()
+/// after the call rather than keeping the tensor from before it.
+/// With `metrics` > 0 the buffer has that many more slots, for a few values of the step that the
+/// ranks also want summed (a loss x samples, a count of correct predictions): all_reduce(scale,
+/// values) sums them in the same call, unscaled, in float32 (exact for counts below 2^24), so
+/// that a global training loss per step costs no collective of its own.
 class NORMNET_API GradientAllReduce {
 public:
-    explicit GradientAllReduce(std::vector<Tensor> params);
+    explicit GradientAllReduce(std::vector<Tensor> params, int64_t metrics = 0);
     void all_reduce(float scale);
+    /// values: `metrics` floats, replaced by their sums over the ranks.
+    void all_reduce(float scale, std::span<float> values);
     /// Seconds spent inside the MPI call, summed over all calls (for benchmarks).
     double seconds_in_allreduce() const { return seconds_; }
 
 private:
     std::vector<Tensor> params_;
+    int64_t metrics_ = 0;
     Tensor flat_;
     double seconds_ = 0.0;
 };

@@ -169,8 +169,10 @@ void broadcast_module(const Module& module, int src) {
     }
 }
 
-GradientAllReduce::GradientAllReduce(std::vector<Tensor> params) : params_(std::move(params)) {
-    int64_t total = 0;
+GradientAllReduce::GradientAllReduce(std::vector<Tensor> params, int64_t metrics)
+    : params_(std::move(params)), metrics_(metrics) {
+    NORMNET_CHECK(metrics >= 0, "GradientAllReduce: metrics must be >= 0, got ", metrics);
+    int64_t total = metrics;
     for (const Tensor& p : params_) {
         NORMNET_CHECK(p.defined() && p.dtype() == kFloat32, "GradientAllReduce: parameters must be float32 tensors");
         total += p.numel();
@@ -179,34 +181,48 @@ GradientAllReduce::GradientAllReduce(std::vector<Tensor> params) : params_(std::
 }
 
 void GradientAllReduce::all_reduce(float scale) {
+    NORMNET_CHECK(metrics_ == 0, "GradientAllReduce::all_reduce: pass the ", metrics_, " metric values this reduction was made for");
+    all_reduce(scale, {});
+}
+
+void GradientAllReduce::all_reduce(float scale, std::span<float> values) {
+    NORMNET_CHECK(static_cast<int64_t>(values.size()) == metrics_, "GradientAllReduce::all_reduce: expected ", metrics_,
+                  " metric values, got ", values.size());
+    // After the first call every parameter's .grad is a view of its slot in the flat buffer (as
+    // DDP's gradient_as_bucket_view), so backward accumulates straight into the buffer and a
+    // step copies nothing; a gradient that is not (the first step, one set to none by
+    // zero_grad(), one replaced by the caller) is copied in once and the view bound again.
     float* flat = flat_.data();
+    const auto in_place = [&](const Tensor& g, int64_t at) { return g.defined() && g.is_contiguous() && g.data() == flat + at; };
     int64_t at = 0;
     for (const Tensor& p : params_) {
         const Tensor g = p.grad();
         const int64_t n = p.numel();
-        if (g.defined()) {
+        float* slot = flat + at;
+        if (in_place(g, at)) {
+            if (scale != 1.0f) {
+                for (int64_t i = 0; i < n; ++i) slot[i] *= scale;
+            }
+        } else if (g.defined()) {
             const Tensor c = g.contiguous();
             const float* src = c.data();
-            for (int64_t i = 0; i < n; ++i) flat[at + i] = src[i] * scale;
+            for (int64_t i = 0; i < n; ++i) slot[i] = src[i] * scale;
         } else {
-            std::fill_n(flat + at, n, 0.0f);
+            std::fill_n(slot, n, 0.0f);
         }
         at += n;
     }
+    std::copy(values.begin(), values.end(), flat + at);  // the metrics ride at the end
     const auto start = std::chrono::steady_clock::now();
     dist::all_reduce(flat_);
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     at = 0;
     for (const Tensor& p : params_) {
         const int64_t n = p.numel();
-        Tensor g = p.grad();
-        if (!g.defined() || !g.is_contiguous()) {
-            g = empty(p.shape());
-            p.set_grad(g);
-        }
-        std::memcpy(g.data(), flat + at, static_cast<size_t>(n) * sizeof(float));
+        if (!in_place(p.grad(), at)) p.set_grad(flat_.narrow(0, at, n).view(p.shape()));
         at += n;
     }
+    std::copy_n(flat + at, metrics_, values.begin());
 }
 
 void abort_job(int code) {

@@ -90,6 +90,29 @@ int main() {
                         " vs " + std::to_string(e[j]));
         }
     }
+    // A second step through the same reduction: the gradients are now views of its buffer, so
+    // backward accumulates into the buffer (nothing copied), with the same result; the metric
+    // slots come back summed, unscaled.
+    dist::GradientAllReduce with_metrics(model.parameters(), 2);
+    model.zero_grad();  // set to none: the first call copies and binds the views
+    for (int step = 0; step < 2; ++step) {
+        if (step == 1) {
+            for (const Tensor& t : model.parameters()) t.grad().zero_();  // as step_and_zero_grad does
+        }
+        if (end > begin) cross_entropy(model(x.narrow(0, begin, end - begin)), y.narrow(0, begin, end - begin)).backward();
+        float values[2] = {1.0f, static_cast<float>(end - begin)};
+        const float* before = model.parameters()[0].grad().data();
+        with_metrics.all_reduce(static_cast<float>(end - begin) / static_cast<float>(global), values);
+        require(values[0] == static_cast<float>(world) && values[1] == static_cast<float>(global), "metric slots summed");
+        require(step == 0 || model.parameters()[0].grad().data() == before, "a bound gradient stays the buffer's view");
+        for (size_t k = 0; k < p.size(); ++k) {
+            const std::vector<float> a = p[k].second.grad().to_vector(), e = q[k].second.grad().to_vector();
+            for (size_t j = 0; j < a.size(); ++j) {
+                require(std::abs(a[j] - e[j]) <= 1e-6f + 1e-5f * std::abs(e[j]),
+                        "step " + std::to_string(step) + ", gradient of " + p[k].first + " through the views");
+            }
+        }
+    }
     if (g_rank == 0) std::printf("dist_test: %d ranks: collectives, broadcast_module and a data-parallel step ok\n", world);
     return 0;
 }
