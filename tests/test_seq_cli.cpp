@@ -191,6 +191,8 @@ TEST_CASE("seq-cli: compare --model vit --norm-placement pre,post makes placemen
                            Contains("**Xiong et al. 2020**") && Contains("LayerNorm, batch 16, no warm-up (--warmup 0)") &&
                            Contains("BatchNorm, batch 16"));
     CHECK_THAT(report, !Contains("Ba et al."));
+    // BatchNorm inside the blocks: no precise statistics (no layer-by-layer walk), said as n/a.
+    CHECK_THAT(report, Contains("| n/a |") && !Contains("nan %"));
     const auto results = lines_of(read_file(out / "results.csv"));
     REQUIRE(results.size() == 5);
     CHECK(csv_cells(results[0]).back() == "norm_placement");

@@ -48,6 +48,7 @@ double pts(const CellStat& c) { return c.n > 0 ? 100 * c.mean : NAN; }
 
 std::string cell_text(const CellStat& c, int seeds) {
     if (c.n == 0) return "";
+    if (std::isnan(c.mean)) return "n/a";  // not measured (precise statistics inside a library model)
     return seeds > 1 ? fixed(100 * c.mean) + " ± " + fixed(100 * c.std) : fixed(100 * c.mean);
 }
 
@@ -243,7 +244,9 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
     const auto index = [&](int64_t b) {
         return static_cast<size_t>(std::find(bn.batches.begin(), bn.batches.end(), b) - bn.batches.begin());
     };
-    if (!bn.batches.empty() && index(lo) < bn.batches.size() && index(hi) < bn.batches.size()) {
+    // Precise statistics are not measured inside a library model (the ViT's blocks): NaN.
+    if (!bn.batches.empty() && index(lo) < bn.batches.size() && index(hi) < bn.batches.size() &&
+        !std::isnan(bn.precise[index(lo)].mean)) {
         const double running = pts(bn.running[index(lo)]), precise = pts(bn.precise[index(lo)]),
                      batch_stats = pts(bn.batch_stats[index(lo)]), base = pts(bn.running[index(hi)]);
         std::string line = "**BatchNorm's statistics at " + at_lo + "**: test error " + fixed(running) +

@@ -102,7 +102,8 @@ std::vector<FloorLayer> gemm_products(const ModelSpec& spec, int64_t batch) {
 }
 
 // Pre-LN (Xiong et al. 2020) trains without warm-up; AdamW at 1e-3 with a cosine schedule over
-// 12 epochs of batch 128 reached 98.6 % on MNIST (see the branch's README notes).
+// 12 epochs of batch 128 reached 98.02 % on MNIST (best 98.03 %, seed 0; the training set is fit
+// to 99.94 %, so the margin over issue 13's 98.0 % is thin: see the branch's README notes).
 void recipe(RunConfig& c) {
     c.dataset = "mnist";
     c.epochs = 12;
@@ -116,7 +117,7 @@ const std::vector<ModelOption>& vit_options() {
         {"image", "", "", {1, 28, 28}},
         {"patch", "--patch", "Patch side in pixels, dividing the image side (vit)", {7}, true},
         {"d_model", "--d-model", "Token width d_model (vit)", {64}, true},
-        {"layers", "--layers", "Transformer blocks (vit) or stacked LSTM layers (lstm)", {4}, true},
+        {"layers", "--layers", "Transformer blocks (vit; default 4) or stacked LSTM layers (lstm; default 1)", {4}, true},
         {"heads", "--heads", "Attention heads, dividing --d-model (vit)", {4}, true},
         {"dim_feedforward", "--dim-feedforward", "Hidden width of each block's feed-forward network (vit)", {128}, true},
         {"norm_placement", "--norm-placement",
