@@ -231,4 +231,18 @@ inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t 
     }
 }
 
+// A usage or input error: status, one line naming what is wrong, nothing on stdout or on disk.
+inline void require_failure(const TempDir& dir, const std::vector<std::string>& args, int status,
+                            const std::vector<std::string>& mentions) {
+    const auto before = snapshot(dir.work());
+    const RunResult r = run_normnet(args, dir.work());
+    INFO("stderr: " << r.err);
+    CHECK(r.status == status);
+    CHECK_THAT(r.err, Catch::StartsWith("normnet: error: "));
+    CHECK(lines_of(r.err).size() == 1);
+    for (const auto& m : mentions) CHECK_THAT(r.err, Catch::Contains(m));
+    CHECK(r.out.empty());
+    CHECK(snapshot(dir.work()) == before);
+}
+
 }  // namespace normnet::test

@@ -3,7 +3,9 @@
 equivalent torch.nn.Sequential and gives the same predictions and test accuracy.
 
 For each normalisation of the MLP (layer, batch, none, rms) and of the CNN (batch, group, layer,
-instance, none) it trains a small run with normnet, evaluates it
+instance, none), the ViT with LayerNorm pre- and post-LN (torch has no RMSNorm in 1.13, and
+normnet's BatchNorm over batch x tokens is no torch module) and the row LSTM with and without
+LayerNorm it trains a small run with normnet, evaluates it
 with `normnet eval --predictions`, reads model.safetensors with the minimal numpy parser below
 (no safetensors package), rebuilds the model from the architecture in the file's __metadata__,
 loads the tensors exactly as stored with load_state_dict(strict=True) -- BatchNorm's running
@@ -30,6 +32,8 @@ try:
     import numpy as np
     import torch
     from torch import nn
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps", "peers"))
+    from peer_transformer import make_encoder
 except ImportError as error:
     print(f"skipped: {error}; this check needs Debian's python3-torch and python3-numpy "
           f"(apt-get install python3-torch), run by /usr/bin/python3 (this is {sys.executable})")
@@ -145,9 +149,95 @@ def build_cnn(architecture):
     return nn.Sequential(*layers)
 
 
+class VisionTransformer(nn.Module):
+    """normnet's ViT (apps/normnet/model_vit.cpp, include/normnet/models/vision_transformer.hpp) with
+    LayerNorm, pre- or post-LN, on [N, 784] rows: the encoder of apps/peers/peer_transformer.py."""
+
+    def __init__(self, architecture):
+        super().__init__()
+        expect(architecture.get("norm") == "layer", f"torch has the ViT with LayerNorm only, not {architecture}")
+        channels, height, width = architecture["image"]
+        d, patch = architecture["d_model"], architecture["patch"]
+        self.image = (channels, height, width)
+        self.class_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos_embedding = nn.Parameter(torch.zeros(1, 1 + (height // patch) * (width // patch), d))
+        self.conv_proj = nn.Conv2d(channels, d, patch, stride=patch)
+        self.encoder = make_encoder(d, architecture["heads"], architecture["dim_feedforward"], architecture["layers"],
+                                    architecture["norm_placement"] == "pre")
+        self.head = nn.Linear(d, architecture["classes"])
+
+    def forward(self, x):
+        x = x.reshape(-1, *self.image)
+        patches = self.conv_proj(x).flatten(2).transpose(1, 2)
+        h = torch.cat([self.class_token.expand(x.shape[0], -1, -1), patches], 1) + self.pos_embedding
+        return self.head(self.encoder(h)[:, 0])
+
+
+class ScaleOnlyLayerNorm(nn.Module):
+    """LayerNorm with a weight and no bias (torch 1.13's nn.LayerNorm has both or neither)."""
+
+    def __init__(self, features, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(features))
+
+    def forward(self, x):
+        return nn.functional.layer_norm(x, self.weight.shape, self.weight, None, self.eps)
+
+
+class LayerNormLSTM(nn.Module):
+    """Ba et al.'s LayerNorm LSTM as normnet's LayerNormLSTM computes it (src/nn/rnn.cpp): gates =
+    ln_ih(x W_ih^T) + ln_hh(h W_hh^T) (ln_hh without bias, no other bias), c = f c + i g,
+    h = o tanh(ln_c(c)); gate order i, f, g, o as torch.nn.LSTM; batch_first."""
+
+    def __init__(self, input_size, hidden, layers):
+        super().__init__()
+        self.hidden, self.layers = hidden, layers
+        for k in range(layers):
+            setattr(self, f"weight_ih_l{k}", nn.Parameter(torch.zeros(4 * hidden, input_size if k == 0 else hidden)))
+            setattr(self, f"weight_hh_l{k}", nn.Parameter(torch.zeros(4 * hidden, hidden)))
+        for k in range(layers):
+            setattr(self, f"ln_ih_l{k}", nn.LayerNorm(4 * hidden))
+            setattr(self, f"ln_hh_l{k}", ScaleOnlyLayerNorm(4 * hidden))
+            setattr(self, f"ln_c_l{k}", nn.LayerNorm(hidden))
+
+    def forward(self, x):
+        for k in range(self.layers):
+            gx = getattr(self, f"ln_ih_l{k}")(x @ getattr(self, f"weight_ih_l{k}").t())
+            h = x.new_zeros(x.shape[0], self.hidden)
+            c = x.new_zeros(x.shape[0], self.hidden)
+            outs = []
+            for t in range(x.shape[1]):
+                g = gx[:, t] + getattr(self, f"ln_hh_l{k}")(h @ getattr(self, f"weight_hh_l{k}").t())
+                i, f, gg, o = g.chunk(4, 1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(gg)
+                h = torch.sigmoid(o) * torch.tanh(getattr(self, f"ln_c_l{k}")(c))
+                outs.append(h)
+            x = torch.stack(outs, 1)
+        return x, None
+
+
+class RowLSTM(nn.Module):
+    """normnet's row-by-row LSTM (apps/normnet/model_lstm.cpp): the image's rows as steps through
+    torch.nn.LSTM (norm none) or the LayerNorm LSTM above (norm layer), the head on the last step."""
+
+    def __init__(self, architecture):
+        super().__init__()
+        _, self.rows, self.width = architecture["image"]
+        hidden, layers = architecture["hidden"], architecture["layers"]
+        norm = architecture.get("norm")
+        expect(norm in ("layer", "none"), f"unknown norm in {architecture}")
+        self.rnn = (LayerNormLSTM(self.width, hidden, layers) if norm == "layer"
+                    else nn.LSTM(self.width, hidden, layers, batch_first=True))
+        self.head = nn.Linear(hidden, architecture["classes"])
+
+    def forward(self, x):
+        return self.head(self.rnn(x.reshape(-1, self.rows, self.width))[0][:, -1])
+
+
 def build_model(architecture):
     """The torch model of a normnet checkpoint's architecture metadata."""
-    builders = {"mlp": build_mlp, "cnn": build_cnn}
+    builders = {"mlp": build_mlp, "cnn": build_cnn, "vit": VisionTransformer, "lstm": RowLSTM}
     kind = architecture.get("type", "mlp")
     expect(kind in builders, f"unknown model type in {architecture}")
     return builders[kind](architecture)
@@ -161,11 +251,12 @@ def run(command):
 
 
 def check_norm(kind, norm, limit, epochs, args, workdir, test_images, test_labels):
-    out = os.path.join(workdir, f"{kind}_{norm}")
+    case, out = norm, os.path.join(workdir, f"{kind}_{norm.replace(':', '_')}")
+    norm, _, placement = norm.partition(":")  # "layer:post": the ViT's --norm-placement
     test_images, test_labels = test_images[:limit], test_labels[:limit]
     common = ["--data", args.data, "--threads", str(args.threads)]
     run([args.normnet, "train", "--model", kind, "--dataset", "mnist", "--norm", norm, "--limit", str(limit),
-         "--epochs", str(epochs), "--quiet", "--out", out] + common)
+         "--epochs", str(epochs), "--quiet", "--out", out] + (["--norm-placement", placement] if placement else []) + common)
     checkpoint = os.path.join(out, "model.safetensors")
     predictions_csv = os.path.join(out, "pred.csv")
     eval_out = run([args.normnet, "eval", "--checkpoint", checkpoint, "--limit", str(limit),
@@ -230,7 +321,7 @@ def check_norm(kind, norm, limit, epochs, args, workdir, test_images, test_label
     expect(abs(normnet_loss - loss) < 1e-3, f"test loss: normnet {normnet_loss:.4f}, torch {loss:.4f}")
 
     n = len(test_labels)
-    print(f"  {kind} {norm:8s}: {len(tensors)} tensors loaded strictly; normnet eval {100 * normnet_correct / n:.2f}% "
+    print(f"  {kind} {case:8s}: {len(tensors)} tensors loaded strictly; normnet eval {100 * normnet_correct / n:.2f}% "
           f"({normnet_correct}/{n}), torch {100 * torch_correct / n:.2f}% ({torch_correct}/{n}); "
           f"predictions identical for {n - len(mismatches)}/{n}; test loss {normnet_loss:.4f} vs {loss:.4f}")
 
@@ -246,6 +337,8 @@ def main():
     parser.add_argument("--cnn-norms", default="batch,group,layer,instance,none", help="the CNN's normalisations")
     parser.add_argument("--cnn-limit", type=int, default=1000, help="training and test images of the CNN runs")
     parser.add_argument("--cnn-epochs", type=int, default=1)
+    parser.add_argument("--seq-cases", default="vit:layer:pre,vit:layer:post,lstm:layer,lstm:none",
+                        help="model:norm[:placement] of the sequence models, trained on --cnn-limit images (small sizes)")
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
     args = parser.parse_args()
 
@@ -268,7 +361,8 @@ def main():
     workdir = tempfile.mkdtemp(prefix="normnet_interop_")
     failures = 0
     cases = [("mlp", norm, args.limit, args.epochs) for norm in args.norms.split(",") if norm] + \
-            [("cnn", norm, args.cnn_limit, args.cnn_epochs) for norm in args.cnn_norms.split(",") if norm]
+            [("cnn", norm, args.cnn_limit, args.cnn_epochs) for norm in args.cnn_norms.split(",") if norm] + \
+            [tuple(case.split(":", 1)) + (args.cnn_limit, args.cnn_epochs) for case in args.seq_cases.split(",") if case]
     try:
         for kind, norm, limit, epochs in cases:
             try:

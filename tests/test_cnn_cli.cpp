@@ -28,20 +28,6 @@ std::vector<std::string> tiny_cnn(const std::string& data, const std::string& ou
             "--batch-size", "16", "--threads", "1", "--quiet", "--out", out};
 }
 
-// A usage or input error: status, one line naming what is wrong, nothing on stdout or on disk.
-void require_failure(const TempDir& dir, const std::vector<std::string>& args, int status,
-                     const std::vector<std::string>& mentions) {
-    const auto before = snapshot(dir.work());
-    const RunResult r = run_normnet(args, dir.work());
-    INFO("stderr: " << r.err);
-    CHECK(r.status == status);
-    CHECK_THAT(r.err, StartsWith("normnet: error: "));
-    CHECK(lines_of(r.err).size() == 1);
-    for (const auto& m : mentions) CHECK_THAT(r.err, Contains(m));
-    CHECK(r.out.empty());
-    CHECK(snapshot(dir.work()) == before);
-}
-
 }  // namespace
 
 TEST_CASE("cnn: the normalisation table builds each row at its sites and says which use batch statistics", "[cnn][norms]") {
@@ -130,7 +116,7 @@ TEST_CASE("cnn: bad CNN options are usage errors naming the option, before anyth
     require_failure(dir, with(bare, {"--channels", "2,2,2,2,2"}), 2, {"--channels", "max-pool"});
     require_failure(dir, with(base, {"--hidden", "10"}), 2, {"--hidden", "applies to --model mlp, not cnn"});
     require_failure(dir, {"train", "--channels", "8", "--out", dir / "run"}, 2, {"--channels", "applies to --model cnn, not mlp"});
-    require_failure(dir, {"train", "--model", "vit", "--out", dir / "run"}, 2, {"--model", "vit"});
+    require_failure(dir, {"train", "--model", "resnet", "--out", dir / "run"}, 2, {"--model", "resnet"});
     require_failure(dir, {"train", "--norm", "group", "--out", dir / "run"}, 2, {"--norm group", "--model mlp"});
     require_failure(dir, with(bare, {"--norm", "batch", "--batch-size", "1"}), 2, {"--batch-size 1", "BatchNorm"});
 }
@@ -152,7 +138,7 @@ TEST_CASE("cnn: forged CNN metadata is refused before the model is built", "[cnn
         {"\"fc\":[16]", "\"fc\":[]", "--fc must list at least one size"},
         {"\"image\":[1,28,28]", "\"image\":[1,28]", "image must be"},
         {"\"norm\":\"batch\"", "\"norm\":\"rms\"", "does not apply"},
-        {"\"type\":\"cnn\"", "\"type\":\"vit\"", "unknown model 'vit'"},
+        {"\"type\":\"cnn\"", "\"type\":\"resnet\"", "unknown model 'resnet'"},
     };
     for (const Case& c : cases) {
         INFO(c.to);

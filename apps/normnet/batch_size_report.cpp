@@ -48,6 +48,7 @@ double pts(const CellStat& c) { return c.n > 0 ? 100 * c.mean : NAN; }
 
 std::string cell_text(const CellStat& c, int seeds) {
     if (c.n == 0) return "";
+    if (std::isnan(c.mean)) return "n/a";  // not measured (precise statistics inside a library model)
     return seeds > 1 ? fixed(100 * c.mean) + " ± " + fixed(100 * c.std) : fixed(100 * c.mean);
 }
 
@@ -69,6 +70,13 @@ const CellStat& ErrorGrid::at(const std::string& norm, int64_t batch) const {
     return missing;
 }
 
+std::string ErrorGrid::label(const std::string& norm) const {
+    for (size_t n = 0; n < norms.size() && n < labels.size(); ++n) {
+        if (norms[n] == norm) return labels[n];
+    }
+    return norm_label(norm);
+}
+
 bool ErrorGrid::has(const std::string& norm) const {
     for (int64_t b : batches) {
         if (at(norm, b).n > 0) return true;
@@ -88,7 +96,7 @@ std::string error_table_md(const ErrorGrid& g) {
     const std::vector<int64_t> batches = decreasing(g.batches);
     std::string t = batch_table_head(batches);
     for (const auto& n : g.norms) {
-        t += "| " + norm_label(n) + " |";
+        t += "| " + g.label(n) + " |";
         for (int64_t b : batches) t += " " + cell_text(g.at(n, b), g.seeds) + " |";
         t += "\n";
     }
@@ -189,7 +197,7 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
             const CellStat& o = g.at(other, hi);
             if (o.n == 0) continue;
             const double d = pts(l) - pts(o);
-            line += std::string(", ") + fixed(std::abs(d)) + " points " + (d >= 0 ? "above " : "below ") + norm_label(other);
+            line += std::string(", ") + fixed(std::abs(d)) + " points " + (d >= 0 ? "above " : "below ") + g.label(other);
         }
         if (hi != lo && g.at("layer", lo).n > 0) line += "; " + fixed(pts(g.at("layer", lo))) + " % at " + at_lo;
         points.push_back(line + ". In the paper, at batch 32: 25.3 %, 1.7 points above BatchNorm and 1.2 above GroupNorm.");
@@ -203,7 +211,7 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
         std::sort(ranked.begin(), ranked.end());
         std::string line = "**Ranking at batch " + std::to_string(b) + "** (lowest error first): ";
         for (size_t i = 0; i < ranked.size(); ++i) {
-            line += (i ? ", " : "") + norm_label(ranked[i].second) + " " + fixed(ranked[i].first) + " %";
+            line += (i ? ", " : "") + g.label(ranked[i].second) + " " + fixed(ranked[i].first) + " %";
         }
         points.push_back(line + ".");
     }
@@ -220,7 +228,7 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
         if (all && rises.size() > 1) {
             std::string line = "**Every normalisation** loses accuracy from " + at_hi + " to " + at_lo + " here (";
             for (size_t i = 0; i < rises.size(); ++i) {
-                line += (i ? ", " : "") + norm_label(rises[i].first) + " " + signed_points(rises[i].second);
+                line += (i ? ", " : "") + g.label(rises[i].first) + " " + signed_points(rises[i].second);
             }
             line += " points): that much of the rise is shared by every normalisation, so it is the training setting's "
                     "(e.g. the lr scaled with the batch over the same epochs), not BatchNorm's";
@@ -236,7 +244,9 @@ std::string findings_md(const ErrorGrid& g, const BatchNormErrors& bn, const std
     const auto index = [&](int64_t b) {
         return static_cast<size_t>(std::find(bn.batches.begin(), bn.batches.end(), b) - bn.batches.begin());
     };
-    if (!bn.batches.empty() && index(lo) < bn.batches.size() && index(hi) < bn.batches.size()) {
+    // Precise statistics are not measured inside a library model (the ViT's blocks): NaN.
+    if (!bn.batches.empty() && index(lo) < bn.batches.size() && index(hi) < bn.batches.size() &&
+        !std::isnan(bn.precise[index(lo)].mean)) {
         const double running = pts(bn.running[index(lo)]), precise = pts(bn.precise[index(lo)]),
                      batch_stats = pts(bn.batch_stats[index(lo)]), base = pts(bn.running[index(hi)]);
         std::string line = "**BatchNorm's statistics at " + at_lo + "**: test error " + fixed(running) +
@@ -270,7 +280,7 @@ std::string error_chart_svg(const ErrorGrid& g, const std::string& title) {
     std::vector<Series> series;
     for (size_t n = 0; n < g.norms.size(); ++n) {
         Series s;
-        s.label = norm_label(g.norms[n]);
+        s.label = g.label(g.norms[n]);
         for (int64_t b : decreasing(g.batches)) {
             const CellStat& c = g.at(g.norms[n], b);
             if (c.n == 0) continue;

@@ -22,6 +22,10 @@ struct ErrorGrid {
     std::vector<int64_t> batches;
     std::vector<std::vector<CellStat>> error;  // [norm][batch]
     int seeds = 1;
+    /// Row labels in reports, parallel to norms ("LayerNorm, post-LN" with compare's choice axis);
+    /// empty: each norm's label from the norm table.
+    std::vector<std::string> labels{};
+    std::string label(const std::string& norm) const;
     const CellStat& at(const std::string& norm, int64_t batch) const;
     bool has(const std::string& norm) const;
 };

@@ -79,8 +79,8 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
         base.model = model_from_options(a.model, cmd, base.model);
         a.base = base;
         const ModelKind& kind = a.base.model.kind();
-        if (a.batch_sizes.empty()) a.batch_sizes = kind.site == NormSite::channels ? "32,128" : "32,128,512";
-        if (a.norms.empty()) a.norms = kind.site == NormSite::channels ? "batch,group,layer,instance,none" : "layer,batch,none";
+        if (a.batch_sizes.empty()) a.batch_sizes = kind.bench_batch_sizes;
+        if (a.norms.empty()) a.norms = kind.bench_norms;
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         norms = parse_norm_list(a.norms, kind.site, kind.name);
         NORMNET_CHECK(a.repeats > 0, "--epochs: must be positive, got ", a.repeats);
@@ -179,12 +179,15 @@ void add_bench_command(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     RunConfig& c = a->base;
     c = bench_config("mlp");
-    CLI::App* cmd = app.add_subcommand("bench", "Time training epochs of a model (the seed MLP, or --model cnn) against the GEMM floor");
+    CLI::App* cmd = app.add_subcommand("bench", "Time training epochs of a model (the seed MLP, or --model cnn|vit|lstm) against the GEMM floor");
     add_model_options(*cmd, a->model);
-    cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated (default: mlp 32,128,512, cnn 32,128)");
-    cmd->add_option("--norms", a->norms, "Normalisations (default: all of the model's: mlp " +
-                                             norm_choices(NormSite::features, ",") + ", cnn " +
-                                             norm_choices(NormSite::channels, ",") + ")");
+    std::string batches, norms;
+    for (const ModelKind* k : model_kinds()) {
+        batches += (batches.empty() ? "" : ", ") + k->name + " " + k->bench_batch_sizes;
+        norms += (norms.empty() ? "" : ", ") + k->name + " " + k->bench_norms;
+    }
+    cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated (default: " + batches + ")");
+    cmd->add_option("--norms", a->norms, "Normalisations (default: " + norms + "; " + norms_per_model() + ")");
     cmd->add_option("--warmup-epochs", a->warmup, "Untimed epochs before timing")->capture_default_str();
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);

@@ -18,6 +18,7 @@
 #include "compare_world.hpp"
 #include "models.hpp"
 #include "progress.hpp"
+#include "sequence_findings.hpp"
 #include "signals.hpp"
 #include "svg_chart.hpp"
 #include "trainer.hpp"
@@ -41,7 +42,42 @@ struct CompareArgs {
     int64_t train_images = 0;  // after --limit
     std::string worlds = "1";           // data-parallel axis (compare_world.hpp)
     std::string bn_sync_modes = "local,sync";
+    // A choice option of the model given as a list (the ViT's --norm-placement pre,post): a second
+    // axis of the grid's rows. Null without one.
+    const ModelOption* axis = nullptr;
+    std::vector<std::string> axis_labels;
 };
+
+// The grid's rows are keyed by normalisation ("layer"), or with a choice axis by normalisation
+// and choice label ("layer/post-LN"), so that every table, chart and cell lookup keeps one key.
+std::string row_norm(const std::string& row) { return row.substr(0, row.find('/')); }
+
+std::string row_label(const std::string& row) {
+    const size_t slash = row.find('/');
+    return slash == std::string::npos ? norm_label(row) : norm_label(row.substr(0, slash)) + ", " + row.substr(slash + 1);
+}
+
+// The base model's architecture; with a choice axis, its choice's label replaced by the axis's
+// labels ("... pre-LN/post-LN"), since the rows differ in it.
+std::string grid_architecture(const CompareArgs& a) {
+    std::string s = a.base.model.architecture();
+    if (a.axis == nullptr) return s;
+    std::string labels;
+    for (const std::string& l : a.axis_labels) labels += (labels.empty() ? "" : "/") + l;
+    const std::string own = choice_of(a.base.model, *a.axis).label;
+    const size_t at = s.rfind(own);
+    return at == std::string::npos ? s + " " + labels : s.replace(at, own.size(), labels);
+}
+
+// The choice (its name) of a row with a choice axis, "" without.
+std::string row_choice(const CompareArgs& a, const std::string& row) {
+    const size_t slash = row.find('/');
+    if (a.axis == nullptr || slash == std::string::npos) return "";
+    for (const ModelChoice& c : a.axis->choices) {
+        if (c.label == row.substr(slash + 1)) return c.name;
+    }
+    return "";
+}
 
 // Epochs per run unless --epochs says otherwise.
 constexpr int64_t kCompareEpochs = 5;
@@ -50,9 +86,9 @@ constexpr int64_t kCompareEpochs = 5;
 const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "report.md", "world.csv",
                                              "accuracy_vs_batch.svg", "test_acc_curves.svg", "error_vs_batch.svg"};
 
-// Everything measured for one (norm, batch size, seed) run.
+// Everything measured for one (grid row, batch size, seed) run.
 struct RunResult {
-    std::string norm;
+    std::string norm;  // the grid row: "layer", or "layer/post-LN" with a choice axis
     int64_t batch = 0;
     uint64_t seed = 0;
     double lr = 0;
@@ -88,10 +124,10 @@ double scaled_lr(const CompareArgs& a, int64_t batch) {
 // Logits of `data` rows in batches of `batch_size` in the model's current mode, without
 // recording a graph. Training-mode BatchNorm would update its running statistics: the caller
 // restores the buffers afterwards.
-Tensor logits_of(Sequential& model, const std::shared_ptr<const Dataset>& data, int64_t batch_size) {
+Tensor logits_of(Module& model, const std::shared_ptr<const Dataset>& data, int64_t batch_size, int64_t classes) {
     NoGradGuard no_grad;
     DataLoader loader(data, DataLoaderOptions{.batch_size = batch_size});
-    Tensor all = empty({data->size(), model.at<Linear>(model.size() - 1)->options().out_features});
+    Tensor all = empty({data->size(), classes});
     int64_t row = 0;
     for (const Batch& batch : loader) {
         if (batch.size() < 2 && model.is_training()) {
@@ -116,13 +152,14 @@ double accuracy_of(const Tensor& logits, const Dataset& data) {
 // full-batch predictions on the test set.
 void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<const Dataset>& train_subset,
                          const std::shared_ptr<const Dataset>& test) {
-    Sequential& model = trainer.model();
+    Module& model = trainer.model();
+    const int64_t classes = trainer.config().model.classes;
     SavedBuffers saved(model);
     model.train();
-    const Tensor train_logits = logits_of(model, train_subset, r.batch);
+    const Tensor train_logits = logits_of(model, train_subset, r.batch, classes);
     saved.restore();
     model.eval();
-    const Tensor eval_logits = logits_of(model, train_subset, r.batch);  // same batches: only the mode differs
+    const Tensor eval_logits = logits_of(model, train_subset, r.batch, classes);  // same batches: only the mode differs
     r.train_mode_acc = accuracy_of(train_logits, *train_subset);
     r.eval_mode_acc = accuracy_of(eval_logits, *train_subset);
     double mad = 0.0;
@@ -137,12 +174,16 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<c
     r.single_sample_acc = single.accuracy;
     for (size_t n = 0; n < full.predictions.size(); ++n) r.single_sample_mismatches += full.predictions[n] != single.predictions[n];
 
-    if (!uses_batch_statistics(r.norm)) return;
+    if (!uses_batch_statistics(row_norm(r.norm))) return;
     model.train();
-    r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch), *test);
+    r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch, classes), *test);
     saved.restore();
-    recompute_population_statistics(model, *train_subset);
-    r.precise_test_acc = trainer.evaluate(*test).accuracy;
+    // Precise statistics walk a Sequential layer by layer; inside a library model (the ViT's
+    // blocks) there is no such walk, and the cell stays NaN ("n/a").
+    if (auto* layers = dynamic_cast<Sequential*>(&model)) {
+        recompute_population_statistics(*layers, *train_subset);
+        r.precise_test_acc = trainer.evaluate(*test).accuracy;
+    }
     saved.restore();
     model.eval();
 }
@@ -191,35 +232,40 @@ std::string pct_cell(const Summary& s, int seeds) {
     return seeds > 1 ? fmt("%.2f", 100 * s.mean) + " ± " + fmt("%.2f", 100 * s.std) : fmt("%.2f", 100 * s.mean);
 }
 
-std::string results_csv(const std::vector<RunResult>& runs) {
+// With a choice axis, its key ("norm_placement") as a last column.
+std::string axis_column(const CompareArgs& a) { return a.axis == nullptr ? "" : "," + a.axis->key; }
+std::string axis_cell(const CompareArgs& a, const RunResult& r) { return a.axis == nullptr ? "" : "," + row_choice(a, r.norm); }
+
+std::string results_csv(const CompareArgs& a, const std::vector<RunResult>& runs) {
     std::string csv =
         "norm,batch_size,seed,lr,epochs,final_test_acc,best_test_acc,final_test_loss,seconds_per_epoch,"
         "train_mode_acc,eval_mode_acc,train_eval_logit_mad,single_sample_test_acc,full_batch_test_acc,"
-        "single_sample_mismatches,single_sample_consistent,batch_stats_test_acc,precise_stats_test_acc\n";
+        "single_sample_mismatches,single_sample_consistent,batch_stats_test_acc,precise_stats_test_acc" +
+        axis_column(a) + "\n";
     for (const auto& r : runs) {
         char row[512];
         const auto optional = [](double v) { return std::isnan(v) ? std::string() : fmt("%.6f", v); };
-        std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s,%s,%s\n",
-                      r.norm.c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
+        std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s,%s,%s",
+                      row_norm(r.norm).c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
                       r.curve.size(), r.last().test_acc, r.best_test_acc(), r.last().test_loss, r.seconds_per_epoch(),
                       r.train_mode_acc, r.eval_mode_acc, r.logit_mad, r.single_sample_acc, r.full_batch_acc,
                       static_cast<long long>(r.single_sample_mismatches), r.consistent() ? "true" : "false",
                       optional(r.batch_stats_test_acc).c_str(), optional(r.precise_test_acc).c_str());
-        csv += row;
+        csv += row + axis_cell(a, r) + "\n";
     }
     return csv;
 }
 
-std::string curves_csv(const std::vector<RunResult>& runs) {
-    std::string csv = "norm,batch_size,seed,epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n";
+std::string curves_csv(const CompareArgs& a, const std::vector<RunResult>& runs) {
+    std::string csv = "norm,batch_size,seed,epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr" + axis_column(a) + "\n";
     for (const auto& r : runs) {
         for (const auto& m : r.curve) {
             char row[256];
-            std::snprintf(row, sizeof row, "%s,%lld,%llu,%lld,%.6f,%.6f,%.6f,%.6f,%.4f,%.6g\n", r.norm.c_str(),
+            std::snprintf(row, sizeof row, "%s,%lld,%llu,%lld,%.6f,%.6f,%.6f,%.6f,%.4f,%.6g", row_norm(r.norm).c_str(),
                           static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed),
                           static_cast<long long>(m.epoch), m.train_loss, m.train_acc, m.test_loss, m.test_acc,
                           m.seconds, m.lr);
-            csv += row;
+            csv += row + axis_cell(a, r) + "\n";
         }
     }
     return csv;
@@ -231,7 +277,7 @@ std::string grid_table(const std::vector<RunResult>& runs, const std::vector<std
                        const std::vector<int64_t>& batches, F cell) {
     std::string t = batch_table_head(batches);
     for (const auto& n : norms) {
-        t += "| " + norm_label(n) + " |";
+        t += "| " + row_label(n) + " |";
         for (int64_t b : batches) t += " " + cell(runs, n, b) + " |";
         t += "\n";
     }
@@ -252,7 +298,19 @@ std::string grid_config_json(const CompareArgs& a, const std::vector<std::string
     j["model"].erase("norm");
     j.erase("batch_size");
     j.erase("seed");
-    j["norms"] = norms;
+    std::vector<std::string> norm_names;
+    for (const auto& row : norms) {
+        if (std::find(norm_names.begin(), norm_names.end(), row_norm(row)) == norm_names.end()) norm_names.push_back(row_norm(row));
+    }
+    j["norms"] = norm_names;
+    if (a.axis != nullptr) {
+        std::vector<std::string> choices;
+        for (const auto& row : norms) {
+            const std::string c = row_choice(a, row);
+            if (std::find(choices.begin(), choices.end(), c) == choices.end()) choices.push_back(c);
+        }
+        j["model"][a.axis->key] = choices;
+    }
     j["batch_sizes"] = batches;
     std::vector<uint64_t> seeds;
     for (int s = 0; s < a.seeds; ++s) seeds.push_back(a.base.seed + static_cast<uint64_t>(s));
@@ -266,6 +324,7 @@ std::string grid_config_json(const CompareArgs& a, const std::vector<std::string
 ErrorGrid error_grid(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                      const std::vector<int64_t>& batches, int seeds) {
     ErrorGrid g{norms, batches, {}, seeds};
+    for (const auto& n : norms) g.labels.push_back(row_label(n));
     for (const auto& n : norms) {
         g.error.emplace_back();
         for (int64_t b : batches) {
@@ -282,7 +341,7 @@ BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std:
                                   const std::vector<int64_t>& batches, int seeds) {
     BatchNormErrors e;
     e.seeds = seeds;
-    const auto bn = std::find_if(norms.begin(), norms.end(), [](const std::string& n) { return uses_batch_statistics(n); });
+    const auto bn = std::find_if(norms.begin(), norms.end(), [](const std::string& n) { return uses_batch_statistics(row_norm(n)); });
     if (bn == norms.end()) return e;
     const auto cell = [&](int64_t b, auto value) {
         const Summary s = summarize(runs, *bn, b, value);
@@ -298,19 +357,32 @@ BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std:
     return e;
 }
 
+// The report's sentences on the sequence-model anchors (Ba et al., Xiong et al.); "" when none applies.
+std::string anchors_md(const CompareArgs& a, const std::vector<RunResult>& runs) {
+    std::vector<SequenceRun> seq;
+    for (const RunResult& r : runs) seq.push_back({row_norm(r.norm), row_choice(a, r.norm), r.batch, r.curve});
+    return sequence_findings_md(seq, {.recurrent = a.base.model.kind().site == NormSite::cell,
+                                      .warmup = a.base.warmup,
+                                      .train_images = a.train_images,
+                                      .what = grid_architecture(a) + " on " + std::to_string(a.train_images) + " " +
+                                              a.base.dataset + " training images for " + plural(a.base.epochs, "epoch")});
+}
+
 std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                       const std::vector<int64_t>& batches, double total_seconds, const std::string& incomplete) {
     const int seeds = a.seeds;
     std::string md = "# normnet compare: normalisation x batch size\n\n";
     if (!incomplete.empty()) md += "**Incomplete:** " + incomplete + "\n\n";
-    const bool conv = a.base.model.kind().site == NormSite::channels;
-    md += "Model " + a.base.model.architecture() + " with each normalisation after each " +
-          (conv ? "convolution" : "hidden ReLU") + ", dataset " + a.base.dataset +
+    md += "Model " + grid_architecture(a) + " with each normalisation " + a.base.model.kind().norm_position +
+          ", dataset " + a.base.dataset +
           ", " + std::to_string(a.base.epochs) + " epochs, " + a.base.optimizer + " lr " + fmt("%g", a.base.lr) +
           " (scaling: " + a.lr_scaling + ", reference batch " + std::to_string(a.reference_batch) + "), schedule " +
           a.base.schedule + ", " + std::to_string(seeds) + " seed(s) from " + std::to_string(a.base.seed) +
           ". Every run of a seed starts from identical initial weights (the normalisation layers draw no random "
           "numbers) and sees the data in the same order for a given batch size.\n\n";
+    if (const std::string anchors = anchors_md(a, runs); !anchors.empty()) {
+        md += "## What this run shows against the sequence-model anchors\n\n" + anchors + "\n";
+    }
     const ErrorGrid grid = error_grid(runs, norms, batches, seeds);
     const BatchNormErrors bn = batch_norm_errors(runs, norms, batches, seeds);
     md += std::string("## Test error against batch size (%") + (seeds > 1 ? ", mean ± std over seeds" : "") +
@@ -319,7 +391,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     md += "### The paper's numbers (ResNet-50, ImageNet, validation error %)\n\n" + paper_table_md() + "\n";
     md += "### What this run shows\n\n" +
           findings_md(grid, bn,
-                      a.base.model.architecture() + " on " + std::to_string(a.train_images) + " " +
+                      grid_architecture(a) + " on " + std::to_string(a.train_images) + " " +
                           a.base.dataset + " training images for " + plural(a.base.epochs, "epoch")) +
           "\n";
     if (!bn.batches.empty()) {
@@ -349,7 +421,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
             const auto tm = summarize(runs, n, b, [](const RunResult& r) { return r.train_mode_acc; });
             const auto em = summarize(runs, n, b, [](const RunResult& r) { return r.eval_mode_acc; });
             const auto mad = summarize(runs, n, b, [](const RunResult& r) { return r.logit_mad; });
-            md += "| " + norm_label(n) + " | " + std::to_string(b) + " | " + fmt("%.2f", 100 * tm.mean) + " | " +
+            md += "| " + row_label(n) + " | " + std::to_string(b) + " | " + fmt("%.2f", 100 * tm.mean) + " | " +
                   fmt("%.2f", 100 * em.mean) + " | " + fmt("%.4g", mad.mean) + " |\n";
         }
     }
@@ -357,7 +429,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     md += "| normalisation | batch | seed | single-sample test acc % | full-batch test acc % | differing predictions | result |\n"
           "|---|---:|---:|---:|---:|---:|---|\n";
     for (const auto& r : runs) {
-        md += "| " + norm_label(r.norm) + " | " + std::to_string(r.batch) + " | " + std::to_string(r.seed) + " | " +
+        md += "| " + row_label(r.norm) + " | " + std::to_string(r.batch) + " | " + std::to_string(r.seed) + " | " +
               fmt("%.2f", 100 * r.single_sample_acc) +
               " | " + fmt("%.2f", 100 * r.full_batch_acc) + " | " + std::to_string(r.single_sample_mismatches) + " | " +
               (r.consistent() ? "ok" : "**FAIL**") + " |\n";
@@ -379,7 +451,7 @@ std::string accuracy_chart(const std::vector<RunResult>& runs, const std::vector
     std::vector<Series> series;
     for (const auto& n : norms) {
         Series s;
-        s.label = norm_label(n);
+        s.label = row_label(n);
         for (int64_t b : batches) {
             const auto acc = summarize(runs, n, b, [](const RunResult& r) { return r.last().test_acc; });
             if (acc.n == 0) continue;
@@ -410,7 +482,7 @@ std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<s
             Series s;
             s.colour = static_cast<int>(n);
             s.dash = static_cast<int>(b % 4);
-            s.label = norm_label(norms[n]) + ", batch " + std::to_string(batches[b]);
+            s.label = row_label(norms[n]) + ", batch " + std::to_string(batches[b]);
             for (size_t e = 0; e < cell.front()->curve.size(); ++e) {
                 std::vector<double> acc;
                 for (const RunResult* r : cell) acc.push_back(r->curve[e].test_acc);
@@ -432,9 +504,12 @@ std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<s
 }
 
 // The config of one run of the grid.
-RunConfig run_config(const CompareArgs& a, const std::string& norm, int64_t batch, int seed_index) {
+RunConfig run_config(const CompareArgs& a, const std::string& row, int64_t batch, int seed_index) {
     RunConfig c = a.base;
-    c.model.norm = norm;
+    c.model.norm = row_norm(row);
+    if (const std::string choice = row_choice(a, row); !choice.empty()) {
+        c.model.sizes[a.axis->key] = {choice_index(*a.axis, choice, a.axis->flag)};
+    }
     c.batch_size = batch;
     c.seed = a.base.seed + static_cast<uint64_t>(seed_index);
     c.lr = scaled_lr(a, batch);
@@ -445,13 +520,13 @@ void write_outputs(const std::string& dir, const CompareArgs& a, const std::vect
                    const std::vector<std::string>& norms, const std::vector<int64_t>& batches, double total,
                    const std::string& incomplete, const std::vector<WorldRun>& world_runs = {}) {
     const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-    write_file_atomic(path("results.csv"), results_csv(runs));
-    write_file_atomic(path("curves.csv"), curves_csv(runs));
+    write_file_atomic(path("results.csv"), results_csv(a, runs));
+    write_file_atomic(path("curves.csv"), curves_csv(a, runs));
     write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
     write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.base.dataset));
     write_file_atomic(path("error_vs_batch.svg"),
                       error_chart_svg(error_grid(runs, norms, batches, a.seeds),
-                                      "Test error vs batch size (" + a.base.model.architecture() + ", " + a.base.dataset +
+                                      "Test error vs batch size (" + grid_architecture(a) + ", " + a.base.dataset +
                                           (a.seeds > 1 ? ", mean ± std over " + std::to_string(a.seeds) + " seeds)" : ")")));
     std::string world_section;
     if (!world_runs.empty()) {
@@ -478,9 +553,36 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
         RunConfig base = recipe_config(a.model.type);
         base.epochs = kCompareEpochs;
         take_given_options(base, a.base, cmd);
-        base.model = model_from_options(a.model, cmd, base.model);
+        // A choice option given as a list becomes the rows' second axis; the model takes the rest.
+        ModelArgs fixed = a.model;
+        std::vector<std::string> axis_names;
+        for (const ModelOption& o : model_kind(a.model.type).options) {
+            const auto given = fixed.values.find(o.flag);
+            if (o.choices.empty() || cmd.count(o.flag) == 0 || given == fixed.values.end()) continue;
+            const std::vector<std::string> items = list_items(given->second);
+            if (items.size() < 2) continue;
+            NORMNET_CHECK(a.axis == nullptr, o.flag, ": only one option can list several values (", a.axis->flag, " does)");
+            for (const std::string& item : items) {
+                const ModelChoice& choice = o.choices.at(static_cast<size_t>(choice_index(o, item, o.flag) - 1));
+                NORMNET_CHECK(std::find(axis_names.begin(), axis_names.end(), item) == axis_names.end(), o.flag, ": '",
+                              item, "' is listed twice");
+                axis_names.push_back(item);
+                a.axis_labels.push_back(choice.label);
+            }
+            a.axis = &o;
+            fixed.values.erase(given);
+        }
+        base.model = model_from_options(fixed, cmd, base.model);
         a.base = base;
         norms = parse_norm_list(a.norms, a.base.model.kind().site, a.base.model.type);
+        if (a.axis != nullptr) {
+            std::vector<std::string> rows;
+            for (const auto& n : norms) {
+                for (const auto& label : a.axis_labels) rows.push_back(n + "/" + label);
+            }
+            norms = rows;
+            NORMNET_CHECK(worlds == std::vector<int>{1}, "--world: not with a list of ", a.axis->flag, " values");
+        }
         batches = parse_size_list(a.batch_sizes, "--batch-sizes");
         NORMNET_CHECK(a.seeds > 0 && a.seeds <= 1000, "--seeds: must be in [1, 1000], got ", a.seeds);
         NORMNET_CHECK(a.lr_scaling == "none" || a.lr_scaling == "linear" || a.lr_scaling == "sqrt", "--lr-scaling: unknown '",
@@ -507,7 +609,8 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
 
     const int64_t total_runs = static_cast<int64_t>(norms.size() * batches.size()) * a.seeds;
     const bool tty = stdout_is_terminal();
-    std::printf("normnet compare: %s x batch sizes %s, %s, %s each, %s -> %s/\n", a.norms.c_str(), a.batch_sizes.c_str(),
+    const std::string axis = a.axis == nullptr ? "" : " x " + a.axis->flag + " " + a.model.values.at(a.axis->flag);
+    std::printf("normnet compare: %s%s x batch sizes %s, %s, %s each, %s -> %s/\n", a.norms.c_str(), axis.c_str(), a.batch_sizes.c_str(),
                 plural(a.seeds, "seed").c_str(), plural(a.base.epochs, "epoch").c_str(), plural(total_runs, "run").c_str(),
                 dir.c_str());
     std::fflush(stdout);
@@ -524,7 +627,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                 const RunConfig c = run_config(a, norms[n], batches[b], s);
                 Trainer trainer(c, train, test);
                 RunResult r;
-                r.norm = c.model.norm;
+                r.norm = norms[n];
                 r.batch = c.batch_size;
                 r.seed = c.seed;
                 r.lr = c.lr;
@@ -532,14 +635,14 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                     const auto m = trainer.run_epoch({}, StopOnSignal::stop_after_step);
                     if (!m) break;
                     r.curve.push_back(*m);
-                    bar.update(++epochs_done, norm_label(r.norm) + " batch " + std::to_string(r.batch));
+                    bar.update(++epochs_done, row_label(r.norm) + " batch " + std::to_string(r.batch));
                 }
                 if (stop()) break;  // an unfinished run is left out of the results
                 measure_discrepancy(trainer, r, train_subset, test);
                 runs.push_back(r);
                 for (WorldRun& w : run_world_cell(c, worlds, modes, dir, stop)) {
                     if (!tty) {
-                        std::printf("  %s batch %lld over %d processes (%s): %s\n", norm_label(r.norm).c_str(),
+                        std::printf("  %s batch %lld over %d processes (%s): %s\n", row_label(r.norm).c_str(),
                                     static_cast<long long>(r.batch), w.world, w.config.bn_sync.c_str(),
                                     w.failure.empty() ? ("test acc " + fmt("%.2f", 100 * w.curve.back().test_acc) + "%").c_str()
                                                       : ("failed: " + w.failure).c_str());
@@ -549,7 +652,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                 if (!tty) {
                     std::printf("%-12s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
                                 "single-sample eval %s, %.2f s/epoch\n",
-                                norm_label(r.norm).c_str(), static_cast<long long>(r.batch),
+                                row_label(r.norm).c_str(), static_cast<long long>(r.batch),
                                 static_cast<unsigned long long>(r.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
                                 r.logit_mad, r.consistent() ? "ok" : "FAIL", r.seconds_per_epoch());
                     std::fflush(stdout);
@@ -574,6 +677,9 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
         std::printf("Test error (%%) against batch size, as Wu and He's Figure 1:\n\n%s\n",
                     error_table_md(error_grid(runs, norms, batches, a.seeds)).c_str());
     }
+    if (const std::string anchors = anchors_md(a, runs); !anchors.empty()) {
+        std::printf("What this run shows against the sequence-model anchors:\n\n%s\n", anchors.c_str());
+    }
     std::printf("wrote %s/results.csv, curves.csv, report.md, accuracy_vs_batch.svg, test_acc_curves.svg, error_vs_batch.svg in %s\n",
                 dir.c_str(),
                 format_duration(total).c_str());
@@ -590,8 +696,7 @@ void add_compare_command(CLI::App& app) {
     RunConfig& c = a->base;
     c.epochs = kCompareEpochs;
     CLI::App* cmd = app.add_subcommand("compare", "Train under several normalisations and batch sizes and compare them");
-    cmd->add_option("--norms", a->norms, "Normalisations, comma-separated: mlp any of " + norm_choices(NormSite::features, ",") +
-                                             "; cnn any of " + norm_choices(NormSite::channels, ","))
+    cmd->add_option("--norms", a->norms, "Normalisations, comma-separated: " + norms_per_model())
         ->capture_default_str();
     cmd->add_option("--batch-sizes", a->batch_sizes, "Batch sizes, comma-separated")->capture_default_str();
     add_config_option(*cmd, c, "--epochs", "Epochs per run");

@@ -12,14 +12,7 @@
 namespace normnet::cli {
 namespace {
 
-struct Image {
-    int64_t channels, height, width;
-};
-
-Image image_of(const ModelSpec& spec) {
-    const auto& i = spec.size("image");
-    return {i.at(0), i.at(1), i.at(2)};
-}
+using Image = ImageShape;
 
 std::string join(const std::vector<int64_t>& v, const char* separator) {
     std::string s;
@@ -34,12 +27,8 @@ std::string describe(const ModelSpec& spec) {
 }
 
 void check(const ModelSpec& spec, const std::string& where) {
-    const auto& image = spec.size("image");
-    NORMNET_CHECK(image.size() == 3, where, ": image must be [channels, height, width], got ", image.size(), " sizes");
+    check_image(spec, where);
     const Image im = image_of(spec);
-    NORMNET_CHECK(static_cast<double>(im.channels) * static_cast<double>(im.height) * static_cast<double>(im.width) ==
-                      static_cast<double>(spec.inputs),
-                  where, ": image ", join(image, "x"), " does not have ", spec.inputs, " inputs");
     const size_t blocks = spec.size("channels").size();
     NORMNET_CHECK(blocks < 62 && (im.height >> blocks) >= 1 && (im.width >> blocks) >= 1, where, ": ", blocks,
                   " max-pool 2 blocks leave nothing of a ", im.height, "x", im.width, " image");
@@ -68,7 +57,7 @@ double parameters(const ModelSpec& spec) {
     return total + linear_stack_parameters(in * h * w, widths);
 }
 
-std::shared_ptr<Sequential> build(const ModelSpec& spec) {
+std::shared_ptr<Module> build(const ModelSpec& spec) {
     const NormKind& norm = norm_kind(spec.norm);
     const Image im = image_of(spec);
     auto model = std::make_shared<Sequential>();
@@ -143,6 +132,9 @@ const ModelKind& cnn_model() {
                    "ReLU per --fc size, then Linear",
         .site = NormSite::channels,
         .default_norm = "batch",
+        .norm_position = "after each convolution",
+        .bench_batch_sizes = "32,128",
+        .bench_norms = "batch,group,layer,instance,none",
         .options = {{"image", "", "", {1, 28, 28}},
                     {"channels", "--channels", "Convolution channels per block, comma-separated (cnn)", {32, 64}},
                     {"fc", "--fc", "Hidden Linear sizes after the convolutions, comma-separated (cnn)", {128}},

@@ -22,7 +22,7 @@ double parameters(const ModelSpec& spec) {
 // The norm layers draw no random numbers, so the same seed gives the same Linear weights
 // whatever the normalisation; with "none" no module is added, so the state_dict matches
 // nn.Sequential's.
-std::shared_ptr<Sequential> build(const ModelSpec& spec) {
+std::shared_ptr<Module> build(const ModelSpec& spec) {
     const NormKind& norm = norm_kind(spec.norm);
     auto model = std::make_shared<Sequential>();
     int64_t width = spec.inputs;

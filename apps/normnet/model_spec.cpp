@@ -35,7 +35,9 @@ std::string ModelSpec::to_json() const {
     nlohmann::ordered_json j{{"type", type}, {"inputs", inputs}};
     for (const ModelOption& o : kind().options) {
         const auto& v = size(o.key);
-        if (o.scalar) {
+        if (!o.choices.empty()) {
+            j[o.key] = choice_of(*this, o).name;
+        } else if (o.scalar) {
             j[o.key] = v.at(0);
         } else {
             j[o.key] = v;
@@ -65,7 +67,10 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where
             std::vector<int64_t>& v = s.sizes[o.key];
             const nlohmann::json& given = j.at(o.key);
             v.clear();
-            if (o.scalar) {
+            if (!o.choices.empty()) {
+                NORMNET_CHECK(given.is_string(), o.key, " is not a string");
+                v.push_back(choice_index(o, given.get<std::string>(), o.key));
+            } else if (o.scalar) {
                 v.push_back(size(given));
             } else {
                 NORMNET_CHECK(given.is_array(), o.key, " is not a list");
@@ -90,6 +95,8 @@ void ModelSpec::validate(const std::string& where) const {
         NORMNET_CHECK(it != sizes.end() && !it->second.empty() && (!o.scalar || it->second.size() == 1), where, ": ",
                       o.flag.empty() ? o.key : o.flag, o.scalar ? " must be one size" : " must list at least one size");
         sizes_ok = sizes_ok && std::all_of(it->second.begin(), it->second.end(), in_range);
+        NORMNET_CHECK(o.choices.empty() || (it->second.size() == 1 && it->second[0] <= static_cast<int64_t>(o.choices.size())),
+                      where, ": ", o.flag, " holds no valid choice");
     }
     NORMNET_CHECK(sizes_ok, where, ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
     const NormKind& n = norm_kind(norm, where);
@@ -147,7 +154,7 @@ std::vector<int64_t> parse_size_list(const std::string& text, const std::string&
     return out;
 }
 
-std::shared_ptr<Sequential> build_model(const ModelSpec& spec) {
+std::shared_ptr<Module> build_model(const ModelSpec& spec) {
     spec.validate("build_model");
     return spec.kind().build(spec);
 }

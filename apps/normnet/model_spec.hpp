@@ -68,6 +68,6 @@ std::vector<std::string> list_items(const std::string& text);
 std::vector<int64_t> parse_size_list(const std::string& text, const std::string& option);
 
 /// The model the spec describes, through its registry row (validate() first).
-std::shared_ptr<Sequential> build_model(const ModelSpec& spec);
+std::shared_ptr<Module> build_model(const ModelSpec& spec);
 
 }  // namespace normnet::cli

@@ -4,7 +4,7 @@
 namespace normnet::cli {
 
 const std::vector<const ModelKind*>& model_kinds() {
-    static const std::vector<const ModelKind*> table{&mlp_model(), &cnn_model()};
+    static const std::vector<const ModelKind*> table{&mlp_model(), &cnn_model(), &vit_model(), &lstm_model()};
     return table;
 }
 
@@ -25,15 +25,53 @@ double linear_stack_parameters(double in, const std::vector<int64_t>& widths) {
 }
 
 // y = x W^T forward; dW = dy^T x and dx = dy W backward, as linear() calls sgemm.
+FloorLayer linear_products(const std::string& name, int64_t in, int64_t out, int64_t rows, bool input_needs_grad) {
+    FloorLayer f{name, {{false, true, rows, out, in}}, {{true, false, out, in, rows}}, 0};
+    if (input_needs_grad) f.backward.push_back({false, false, rows, in, out});
+    return f;
+}
+
 void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
                          bool input_needs_grad) {
     for (size_t l = 0; l < widths.size(); ++l) {
-        const int64_t OC = widths[l];
-        FloorLayer f{"fc" + std::to_string(l + 1), {{false, true, batch, OC, in}}, {{true, false, OC, in, batch}}, 0};
-        if (l > 0 || input_needs_grad) f.backward.push_back({false, false, batch, in, OC});
-        layers.push_back(f);
-        in = OC;
+        layers.push_back(linear_products("fc" + std::to_string(l + 1), in, widths[l], batch, l > 0 || input_needs_grad));
+        in = widths[l];
     }
+}
+
+ImageShape image_of(const ModelSpec& spec) {
+    const auto& i = spec.size("image");
+    return {i.at(0), i.at(1), i.at(2)};
+}
+
+void check_image(const ModelSpec& spec, const std::string& where) {
+    const auto& image = spec.size("image");
+    NORMNET_CHECK(image.size() == 3, where, ": image must be [channels, height, width], got ", image.size(), " sizes");
+    const ImageShape im = image_of(spec);
+    NORMNET_CHECK(static_cast<double>(im.channels) * static_cast<double>(im.height) * static_cast<double>(im.width) ==
+                      static_cast<double>(spec.inputs),
+                  where, ": image ", im.channels, "x", im.height, "x", im.width, " does not have ", spec.inputs, " inputs");
+}
+
+std::string norms_per_model() {
+    std::string s;
+    for (const ModelKind* k : model_kinds()) s += (s.empty() ? "" : "; ") + k->name + " any of " + norm_choices(k->site, ",");
+    return s;
+}
+
+const ModelChoice& choice_of(const ModelSpec& spec, const ModelOption& option) {
+    const int64_t v = spec.scalar(option.key);
+    NORMNET_CHECK(v >= 1 && v <= static_cast<int64_t>(option.choices.size()), option.flag, ": choice ", v, " out of range");
+    return option.choices[static_cast<size_t>(v - 1)];
+}
+
+int64_t choice_index(const ModelOption& option, const std::string& name, const std::string& where) {
+    std::string names;
+    for (size_t i = 0; i < option.choices.size(); ++i) {
+        if (option.choices[i].name == name) return static_cast<int64_t>(i + 1);
+        names += (i == 0 ? "" : i + 1 == option.choices.size() ? " or " : ", ") + option.choices[i].name;
+    }
+    fail(where, ": unknown value '", name, "' (expected ", names, ")");
 }
 
 std::string model_choices() {

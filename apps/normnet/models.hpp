@@ -18,6 +18,11 @@ namespace normnet::cli {
 
 struct RunConfig;
 
+/// One value of a named-choice option: "post" on the command line and in JSON, "post-LN" in reports.
+struct ModelChoice {
+    std::string name, label;
+};
+
 /// One size option of a model: its JSON key (and ModelSpec::sizes key), its command-line flag
 /// ("" for sizes fixed by the data, such as the CNN's image shape), help and defaults.
 struct ModelOption {
@@ -26,13 +31,28 @@ struct ModelOption {
     std::string help;
     std::vector<int64_t> defaults;
     bool scalar = false;  // one integer (a JSON number) rather than a list
+    /// A named choice (the ViT's --norm-placement pre|post) instead of a size: one of these names
+    /// on the command line and in JSON, held in ModelSpec::sizes as its 1-based index (so that
+    /// the range checks of sizes hold). `compare` accepts a comma-separated list of them as an
+    /// axis of its grid. Implies scalar.
+    std::vector<ModelChoice> choices{};
 };
+
+/// The ModelChoice `option` holds in `spec`.
+const ModelChoice& choice_of(const ModelSpec& spec, const ModelOption& option);
+/// The 1-based index of the choice named `name`; throws normnet::Error naming `where` and the choices.
+int64_t choice_index(const ModelOption& option, const std::string& name, const std::string& where);
 
 struct ModelKind {
     std::string name;     // --model value and the JSON "type"
     std::string summary;  // for --help
     NormSite site = NormSite::features;
     std::string default_norm;
+    /// Where the normalisations sit, for compare's report: "after each hidden ReLU".
+    std::string norm_position = "after each hidden ReLU";
+    /// bench's defaults: batch sizes and normalisations of its rows.
+    std::string bench_batch_sizes = "32,128,512";
+    std::string bench_norms = "layer,batch,none";
     std::vector<ModelOption> options;
     /// Sets the model's default recipe (dataset, epochs, lr...) over RunConfig's defaults; the
     /// options given on the command line are applied after it.
@@ -44,8 +64,9 @@ struct ModelKind {
     void (*check)(const ModelSpec& spec, const std::string& where) = nullptr;
     /// The parameters a checkpoint of this model holds at least (ModelSpec::parameters()).
     double (*parameters)(const ModelSpec& spec) = nullptr;
-    /// The model, on inputs [N, inputs] as the data loader gives them.
-    std::shared_ptr<Sequential> (*build)(const ModelSpec& spec) = nullptr;
+    /// The model, on inputs [N, inputs] as the data loader gives them: a Sequential for the MLP
+    /// and CNN, a library model (normnet::models) for the ViT and the LSTM.
+    std::shared_ptr<Module> (*build)(const ModelSpec& spec) = nullptr;
     /// The matrix products of one training step at `batch` (bench's GEMM floor).
     std::vector<FloorLayer> (*gemm_products)(const ModelSpec& spec, int64_t batch) = nullptr;
 };
@@ -63,9 +84,23 @@ std::string model_choices();
 double linear_stack_parameters(double in, const std::vector<int64_t>& widths);
 void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
                          bool input_needs_grad);
+/// The fixed "image" size option of the image models (CNN, ViT, LSTM): [channels, height, width].
+struct ImageShape {
+    int64_t channels, height, width;
+};
+ImageShape image_of(const ModelSpec& spec);
+/// Checks that "image" has three sizes whose product is spec.inputs; messages start with `where`.
+void check_image(const ModelSpec& spec, const std::string& where);
+
+/// One Linear(in, out) on `rows` rows (a Transformer's projections run on batch x tokens rows).
+FloorLayer linear_products(const std::string& name, int64_t in, int64_t out, int64_t rows, bool input_needs_grad);
+/// "mlp any of layer,batch,rms,none; cnn any of ..." for the help of --norms.
+std::string norms_per_model();
 
 // The rows (one file each).
 const ModelKind& mlp_model();
 const ModelKind& cnn_model();
+const ModelKind& vit_model();
+const ModelKind& lstm_model();
 
 }  // namespace normnet::cli

@@ -15,15 +15,16 @@ using F = NormSite;
 // statistics over C, H, W of each sample): the paper's "LN" curve is this layer.
 const std::vector<NormKind> kTable{
     {"layer", "LayerNorm", "each sample over its features (in a CNN: over C, H, W, i.e. GroupNorm with 1 group)",
-     {F::features, F::channels}, false,
+     {F::features, F::channels, F::tokens, F::cell}, false,
      [](NormSite site, const NormShape& s) -> std::shared_ptr<Module> {
          if (site == F::channels) return std::make_shared<GroupNorm>(1, s.channels);
          return std::make_shared<LayerNorm>(s.extent);
      }},
     {"batch", "BatchNorm", "each feature or channel over the batch (and H, W); running statistics in eval",
-     {F::features, F::channels}, true,
+     {F::features, F::channels, F::tokens}, true,
      [](NormSite site, const NormShape& s) -> std::shared_ptr<Module> {
          if (site == F::channels) return std::make_shared<BatchNorm2d>(s.channels);
+         if (site == F::tokens) return make_sequence_norm("batch", s.channels, 1e-5);  // over batch x time
          return std::make_shared<BatchNorm1d>(s.channels);
      }},
     {"group", "GroupNorm", "each sample over each of --groups groups of channels and H, W",
@@ -34,9 +35,9 @@ const std::vector<NormKind> kTable{
      [](NormSite, const NormShape& s) -> std::shared_ptr<Module> {
          return std::make_shared<InstanceNorm2d>(InstanceNorm2dOptions{.num_features = s.channels, .affine = true});
      }},
-    {"rms", "RMSNorm", "each sample by the root mean square of its features", {F::features}, false,
+    {"rms", "RMSNorm", "each sample by the root mean square of its features", {F::features, F::tokens}, false,
      [](NormSite, const NormShape& s) -> std::shared_ptr<Module> { return std::make_shared<RMSNorm>(s.extent); }},
-    {"none", "no norm", "no normalisation layer", {F::features, F::channels}, false,
+    {"none", "no norm", "no normalisation layer", {F::features, F::channels, F::tokens, F::cell}, false,
      [](NormSite, const NormShape&) -> std::shared_ptr<Module> { return nullptr; }},
 };
 

@@ -13,8 +13,12 @@
 namespace normnet::cli {
 
 /// Where a model puts its normalisations, which decides the layers that can go there: after a
-/// Linear on [N, C] features (the MLP), or after a Conv2d on [N, C, H, W] maps (the CNN).
-enum class NormSite { features, channels };
+/// Linear on [N, C] features (the MLP), after a Conv2d on [N, C, H, W] maps (the CNN), over the
+/// last dimension of [N, T, C] tokens inside Transformer blocks (the ViT; BatchNorm there
+/// normalises over batch x time), or inside an LSTM cell, on its gate pre-activations and cell
+/// state (Ba et al.'s LayerNorm LSTM). At the last two the library model builds the layer from
+/// the name (make_sequence_norm, LayerNormLSTM), so `make` is not called there.
+enum class NormSite { features, channels, tokens, cell };
 
 /// What a factory needs to build the layer at one site.
 struct NormShape {

@@ -73,6 +73,7 @@ void add_model_options(CLI::App& cmd, ModelArgs& m) {
             if (o.flag.empty() || !added.insert(o.flag).second) continue;
             std::string defaults;
             for (int64_t v : o.defaults) defaults += (defaults.empty() ? "" : ",") + std::to_string(v);
+            if (!o.choices.empty()) defaults = o.choices.at(static_cast<size_t>(o.defaults.at(0) - 1)).name;
             cmd.add_option(o.flag, m.values[o.flag], o.help + " [" + defaults + "]");
         }
     }
@@ -122,6 +123,10 @@ ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const Mode
             }
         }
         NORMNET_CHECK(option != nullptr, flag, ": applies to --model ", takers, ", not ", kind.name);
+        if (!option->choices.empty()) {
+            spec.sizes[option->key] = {choice_index(*option, text, flag)};
+            continue;
+        }
         std::vector<int64_t> sizes = parse_size_list(text, flag);
         NORMNET_CHECK(!option->scalar || sizes.size() == 1, flag, ": expected one number, got '", text, "'");
         spec.sizes[option->key] = std::move(sizes);

@@ -99,7 +99,7 @@ public:
     /// Copies the weights (only) of a file written by normnet or PyTorch.
     void init_from(const SafetensorsData& weights);
 
-    Sequential& model() { return *model_; }
+    Module& model() { return *model_; }
     Optimizer& optimizer() { return *optimizer_; }
     const RunConfig& config() const { return config_; }
     int64_t epochs_done() const { return epochs_done_; }
@@ -128,7 +128,7 @@ private:
     Replicas replicas_;
     std::unique_ptr<dist::GradientAllReduce> reduce_;  // world > 1 only
     std::shared_ptr<const Dataset> train_, test_;
-    std::shared_ptr<Sequential> model_;
+    std::shared_ptr<Module> model_;
     std::unique_ptr<Optimizer> optimizer_;
     std::unique_ptr<LRScheduler> scheduler_;
     DataLoader loader_;
