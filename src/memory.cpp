@@ -102,15 +102,22 @@ void pool_deallocate(void* block, std::size_t bytes) noexcept {
 
 namespace {
 std::atomic<int64_t> g_bytes_in_use{0};
+std::atomic<int64_t> g_peak_bytes_in_use{0};
 std::size_t buffer_bytes(int64_t bytes) { return static_cast<std::size_t>(bytes > 0 ? bytes : 1); }
 }  // namespace
 
 int64_t buffer_bytes_in_use() noexcept { return g_bytes_in_use.load(std::memory_order_relaxed); }
+int64_t peak_buffer_bytes_in_use() noexcept { return g_peak_bytes_in_use.load(std::memory_order_relaxed); }
+void reset_peak_buffer_bytes_in_use() noexcept { g_peak_bytes_in_use.store(buffer_bytes_in_use(), std::memory_order_relaxed); }
 
 void* buffer_allocate(int64_t requested) {
     const std::size_t bytes = buffer_bytes(requested);
     const auto [c, rounded] = buffer_class(bytes);
-    g_bytes_in_use.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+    const int64_t now = g_bytes_in_use.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
+                        static_cast<int64_t>(bytes);
+    int64_t peak = g_peak_bytes_in_use.load(std::memory_order_relaxed);
+    while (now > peak && !g_peak_bytes_in_use.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
 #ifndef NORMNET_NO_POOL
     Lists& l = lists();
     std::lock_guard lock(l.mutex);

@@ -1,5 +1,7 @@
 // scaled_dot_product_attention against PyTorch goldens (masks, causal, scale, size-1 sequences,
-// batched and unbatched), gradcheck with and without dropout, and its errors.
+// batched and unbatched), gradcheck with and without dropout, and its errors; strided operands
+// read in place, and the packed self-attention MultiheadAttention runs, against both.
+#include "ops/attention.hpp"
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -79,4 +81,78 @@ TEST_CASE("attention: bad shapes and options are errors naming the op", "[ops][a
     CHECK_THROWS_WITH(scaled_dot_product_attention(q, q, q, {}, 1.0), Contains("dropout_p"));
     CHECK_THROWS_WITH(scaled_dot_product_attention(q, q, q, ones({3, 3}, kBool), 0.0, true), Contains("not both"));
     CHECK_THROWS_WITH(scaled_dot_product_attention(q, q, q, zeros({3, 3}, kInt64)), Contains("bool or float32"));
+}
+
+namespace {
+
+// Runs f on a fresh leaf copy of `input`, backpropagates `dout`; returns the output and the gradient.
+template <class F>
+std::pair<Tensor, Tensor> output_and_gradient(F f, const Tensor& input, const Tensor& dout) {
+    Tensor x = test::leaf(input);
+    const Tensor out = f(x);
+    out.backward(dout);
+    return {out.detach(), x.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("attention: strided views are read in place, with their copies' results", "[ops][attention]") {
+    // The heads of a packed projection [N, L, 3, H, D]: strided views sgemm reads through its
+    // leading dimension; a transposed last pair (column stride != 1) is copied first.
+    Generator gen(3);
+    const int64_t N = 2, L = 5, H = 3, D = 4;
+    const Tensor packed = randn({N, L, 3 * H * D}, gen), dout = randn({N, H, L, D}, gen);
+    Tensor mask = ones({L, L}, kBool);
+    mask.data_ptr<bool>()[1] = false;
+    const auto run = [&](bool copy) {
+        return [&, copy](const Tensor& x) {
+            const Tensor qkv = x.reshape({N, L, 3, H, D}).permute({2, 0, 3, 1, 4});
+            const auto part = [&](int64_t i) { return copy ? qkv.select(0, i).contiguous() : qkv.select(0, i); };
+            const Tensor kt = part(1).transpose(-2, -1).contiguous().transpose(-2, -1);  // column stride L
+            return scaled_dot_product_attention(part(0), kt, part(2), mask);
+        };
+    };
+    const auto [out, grad] = output_and_gradient(run(false), packed, dout);
+    const auto [out_copied, grad_copied] = output_and_gradient(run(true), packed, dout);
+    require_close(out, out_copied, 1e-6, "out");
+    require_close(grad, grad_copied, 1e-6, "grad");
+}
+
+TEST_CASE("attention: packed self-attention is scaled_dot_product_attention over the heads", "[ops][attention]") {
+    // The same outputs, dropout draws and gradients, with each kind of mask MultiheadAttention passes.
+    Generator gen(4);
+    const int64_t N = 2, L = 6, H = 2, D = 3, E = H * D;
+    const Tensor packed = randn({N, L, 3 * E}, gen), dout = randn({N, L, E}, gen);
+    Tensor padding = ones({N, 1, 1, L}, kBool);
+    padding.data_ptr<bool>()[L - 1] = false;  // sequence 0 may not attend to its last key
+    const Tensor additive = randn({L, L}, gen);
+    struct Case {
+        const char* name;
+        Tensor mask;
+        bool causal;
+        double p;
+    };
+    for (const Case& c : {Case{"plain", {}, false, 0.0}, Case{"causal", {}, true, 0.0}, Case{"padding", padding, false, 0.0},
+                          Case{"additive", additive, false, 0.0}, Case{"dropout", padding, false, 0.4}}) {
+        INFO("case " << c.name);
+        const auto packed_op = [&](const Tensor& x) {
+            Generator g(9);
+            return detail::packed_self_attention(x, H, c.mask, c.p, c.causal, g);
+        };
+        const auto over_heads = [&](const Tensor& x) {
+            Generator g(9);
+            const Tensor qkv = x.reshape({N, L, 3, H, D}).permute({2, 0, 3, 1, 4});
+            const Tensor out = scaled_dot_product_attention(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), c.mask,
+                                                            c.p, c.causal, std::nullopt, g);
+            return out.permute({0, 2, 1, 3}).reshape({N, L, E});
+        };
+        const auto [out, grad] = output_and_gradient(packed_op, packed, dout);
+        const auto [expected, expected_grad] = output_and_gradient(over_heads, packed, dout);
+        require_close(out, expected, 1e-6, "out");
+        require_close(grad, expected_grad, 1e-6, "grad");
+        const GradcheckResult r = gradcheck([&](const std::vector<Tensor>& in) { return packed_op(in[0]); },
+                                            {test::leaf(packed)});
+        INFO(r.message);
+        CHECK(r.ok);
+    }
 }

@@ -11,32 +11,37 @@
 
 namespace normnet::cli {
 
-FloorPass::FloorPass(std::vector<Product> products, int64_t images) : products_(std::move(products)), images_(images) {
-    const int threads = images_ > 0 ? std::max(1, get_num_threads()) : 1;
-    for (int t = 0; t < threads; ++t) {
-        ops_.emplace_back();
-        for (const Product& p : products_) {
-            ops_.back().push_back({std::vector<float>(static_cast<size_t>(p.M * p.K), 0.5f),
-                                   std::vector<float>(static_cast<size_t>(p.K * p.N), 0.25f),
-                                   std::vector<float>(static_cast<size_t>(p.M * p.N), 0.0f)});
-        }
+FloorOperands::FloorOperands(const std::vector<Product>& products, int threads) {
+    size_t a = 0, b = 0, c = 0;
+    for (const Product& p : products) {
+        a = std::max(a, static_cast<size_t>(p.M * p.K));
+        b = std::max(b, static_cast<size_t>(p.K * p.N));
+        c = std::max(c, static_cast<size_t>(p.M * p.N));
     }
+    for (int t = 0; t < threads; ++t) sets_.push_back({std::vector<float>(a, 0.5f), std::vector<float>(b, 0.25f), std::vector<float>(c, 0.0f)});
 }
 
+int FloorPass::threads_for(int64_t images) { return images > 0 ? std::max(1, get_num_threads()) : 1; }
+
+FloorPass::FloorPass(std::vector<Product> products, int64_t images)
+    : FloorPass(products, images, std::make_shared<FloorOperands>(products, threads_for(images))) {}
+
+FloorPass::FloorPass(std::vector<Product> products, int64_t images, std::shared_ptr<FloorOperands> operands)
+    : products_(std::move(products)), images_(images), operands_(std::move(operands)) {}
+
 void FloorPass::run() {
-    const auto one = [this](std::vector<Operands>& ops) {
-        for (size_t i = 0; i < products_.size(); ++i) {
-            const Product& p = products_[i];
-            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, ops[i].a.data(), p.ta ? p.M : p.K, ops[i].b.data(),
-                         p.tb ? p.K : p.N, 0.0f, ops[i].c.data(), p.N);
+    const auto one = [this](FloorOperands::Set& ops) {
+        for (const Product& p : products_) {
+            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, ops.a.data(), p.ta ? p.M : p.K, ops.b.data(), p.tb ? p.K : p.N,
+                         0.0f, ops.c.data(), p.N);
         }
     };
     if (images_ == 0) {
-        one(ops_[0]);
+        one(operands_->thread(0));
         return;
     }
     detail::parallel_for_chunks(images_, 1, [&](int chunk, int64_t b, int64_t e) {
-        for (int64_t n = b; n < e; ++n) one(ops_[static_cast<size_t>(chunk)]);
+        for (int64_t n = b; n < e; ++n) one(operands_->thread(chunk));
     });
 }
 
@@ -57,9 +62,17 @@ void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequenc
 }
 
 StepFloor::StepFloor(const std::vector<FloorLayer>& layers) {
+    std::vector<Product> all;
+    int threads = 1;
     for (const FloorLayer& l : layers) {
-        if (!l.forward.empty()) passes_.emplace_back(l.forward, l.images);
-        if (!l.backward.empty()) passes_.emplace_back(l.backward, l.images);
+        all.insert(all.end(), l.forward.begin(), l.forward.end());
+        all.insert(all.end(), l.backward.begin(), l.backward.end());
+        threads = std::max(threads, FloorPass::threads_for(l.images));
+    }
+    const auto operands = std::make_shared<FloorOperands>(all, threads);
+    for (const FloorLayer& l : layers) {
+        if (!l.forward.empty()) passes_.emplace_back(l.forward, l.images, operands);
+        if (!l.backward.empty()) passes_.emplace_back(l.backward, l.images, operands);
     }
 }
 

@@ -4,6 +4,7 @@
 // the real step; a model's registry row lists its products (ModelKind::gemm_products).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,19 +37,40 @@ FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L
 void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
                                 int64_t heads, int64_t dim_feedforward);
 
-/// The products of one pass, with their operands allocated once (per thread for per-image ones).
+/// Operand buffers for products run one after another: per thread, one A, B and C as large as
+/// the largest product's. Every product of a step writes into the same buffers, so a floor's
+/// memory is that of its largest product, not the sum over the step (which at the LM's batch 32
+/// was 390 MB, more than the training step itself, and showed in the bench's peak RSS). What
+/// the products cost barely changes: the LM's and ViT's operands are megabytes, beyond L2, so a
+/// product found them cold before and still does; per-image products reused one set per thread
+/// already.
+class FloorOperands {
+public:
+    /// Room for `products` on `threads` threads.
+    FloorOperands(const std::vector<Product>& products, int threads);
+    struct Set {
+        std::vector<float> a, b, c;
+    };
+    Set& thread(int t) { return sets_[static_cast<size_t>(t)]; }
+
+private:
+    std::vector<Set> sets_;
+};
+
+/// The products of one pass, with their operands allocated once (per thread for per-image ones),
+/// their own or shared with other passes.
 class FloorPass {
 public:
     FloorPass(std::vector<Product> products, int64_t images);
+    FloorPass(std::vector<Product> products, int64_t images, std::shared_ptr<FloorOperands> operands);
     void run();
+    /// Threads whose operands a pass of `images` needs (1 for whole-batch products).
+    static int threads_for(int64_t images);
 
 private:
-    struct Operands {
-        std::vector<float> a, b, c;
-    };
     std::vector<Product> products_;
     int64_t images_ = 0;
-    std::vector<std::vector<Operands>> ops_;  // [thread][product]
+    std::shared_ptr<FloorOperands> operands_;
 };
 
 /// Forward and backward passes of every layer of a step, ready to run.

@@ -1,7 +1,9 @@
 // MultiheadAttention: PyTorch's parameters and initialisation; forward projects (one product for
-// self-attention), splits heads, turns PyTorch's masks (true = masked out) into
-// scaled_dot_product_attention's (true = may attend) and joins the heads. Only need_weights takes
-// the composite path (matmul, softmax, dropout), since the fused op does not return its weights.
+// self-attention), turns PyTorch's masks (true = masked out) into scaled_dot_product_attention's
+// (true = may attend) and attends per head. Self-attention runs the packed op, which reads the
+// heads from the one product and writes them where out_proj reads them, with no copy either way;
+// other attention reads the heads as views. Only need_weights takes the composite path (matmul,
+// softmax, dropout), since the fused ops do not return their weights.
 #include "normnet/nn/attention.hpp"
 
 #include <cmath>
@@ -9,6 +11,7 @@
 
 #include "normnet/nn/init.hpp"
 #include "normnet/ops.hpp"
+#include "../ops/attention.hpp"
 
 namespace normnet {
 namespace {
@@ -84,20 +87,6 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
                   "MultiheadAttention: key ", key.shape(), " and value ", value.shape(),
                   " must have the batch of query ", query.shape(), " and the same sequence length");
 
-    // Projections -> [N, H, L, D] per head.
-    const auto heads = [&](const Tensor& t, int64_t len) { return t.reshape({N, len, H, D}).permute({0, 2, 1, 3}); };
-    Tensor q, k, v;
-    if (&query.impl() == &key.impl() && &key.impl() == &value.impl()) {
-        const Tensor qkv = linear(q_in, in_proj_weight, in_proj_bias).reshape({N, L, 3, H, D}).permute({2, 0, 3, 1, 4});
-        q = qkv.select(0, 0), k = qkv.select(0, 1), v = qkv.select(0, 2);
-    } else {
-        const auto part = [&](const Tensor& t, int64_t i) {
-            const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * E, E) : Tensor{};
-            return linear(t, in_proj_weight.narrow(0, i * E, E), b);
-        };
-        q = heads(part(q_in, 0), L), k = heads(part(k_in, 1), S), v = heads(part(v_in, 2), S);
-    }
-
     // Masks, broadcast against [N, H, L, S].
     Tensor mask;
     if (attn_mask.defined()) {
@@ -126,20 +115,40 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
     if (is_causal && mask.defined()) mask = combine(mask, causal_allowed(L, S));
     const bool causal = is_causal && !mask.defined();
     const double p = is_training() ? options_.dropout : 0.0;
+    const bool self_attention = &query.impl() == &key.impl() && &key.impl() == &value.impl();
 
     Tensor out, weights;
-    if (!need_weights) {
-        out = scaled_dot_product_attention(q, k, v, mask, p, causal);
+    if (self_attention && !need_weights) {
+        // One product, and the heads read from it and written for out_proj in place.
+        out = detail::packed_self_attention(linear(q_in, in_proj_weight, in_proj_bias), H, mask, p, causal);
     } else {
-        Tensor s = matmul(q, k.transpose(-2, -1)) * static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-        const Tensor m = causal ? causal_allowed(L, S) : mask;
-        if (m.defined()) s = m.dtype() == kBool ? masked_fill(s, logical_not(m), kNegInf) : s + m;
-        weights = dropout(softmax(s, -1), p, p > 0.0);
-        out = matmul(weights, v);
-        if (average_attn_weights) weights = mean(weights, {1});
-        if (!batched) weights = weights.squeeze(0);
+        // Projections -> [N, H, L, D] per head (views of the products, which sdpa reads in place).
+        const auto heads = [&](const Tensor& t, int64_t len) { return t.reshape({N, len, H, D}).permute({0, 2, 1, 3}); };
+        Tensor q, k, v;
+        if (self_attention) {
+            const Tensor qkv = linear(q_in, in_proj_weight, in_proj_bias).reshape({N, L, 3, H, D}).permute({2, 0, 3, 1, 4});
+            q = qkv.select(0, 0), k = qkv.select(0, 1), v = qkv.select(0, 2);
+        } else {
+            const auto part = [&](const Tensor& t, int64_t i) {
+                const Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * E, E) : Tensor{};
+                return linear(t, in_proj_weight.narrow(0, i * E, E), b);
+            };
+            q = heads(part(q_in, 0), L), k = heads(part(k_in, 1), S), v = heads(part(v_in, 2), S);
+        }
+        if (!need_weights) {
+            out = scaled_dot_product_attention(q, k, v, mask, p, causal);
+        } else {
+            Tensor s = matmul(q, k.transpose(-2, -1)) * static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+            const Tensor m = causal ? causal_allowed(L, S) : mask;
+            if (m.defined()) s = m.dtype() == kBool ? masked_fill(s, logical_not(m), kNegInf) : s + m;
+            weights = dropout(softmax(s, -1), p, p > 0.0);
+            out = matmul(weights, v);
+            if (average_attn_weights) weights = mean(weights, {1});
+            if (!batched) weights = weights.squeeze(0);
+        }
+        out = out.permute({0, 2, 1, 3}).reshape({N, L, E});
     }
-    out = out_proj->forward(out.permute({0, 2, 1, 3}).reshape({N, L, E}));
+    out = out_proj->forward(out);
     if (!batched) out = out.squeeze(0);
     else if (!options_.batch_first) out = out.transpose(0, 1);
     return {out, weights};

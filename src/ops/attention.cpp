@@ -2,7 +2,11 @@
 // boolean or additive mask, a causal flag and dropout on the attention weights. Each (batch,
 // head) slice is two sgemm products around a fused row softmax forward, and four products
 // around the softmax's backward; slices are split between threads, each slice's products on one.
-// The attention weights are saved for backward ([B, L, S]); nothing is recomputed.
+// The attention weights are saved for backward ([B, L, S]); nothing is recomputed. Operands are
+// read through their strides (sgemm's leading dimensions), so the heads of a projection are not
+// copied out; MultiheadAttention's packed self-attention also writes its output, and its
+// gradient, in the layouts of the products around it.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,6 +14,7 @@
 #include "gemm.hpp"
 #include "loop.hpp"
 #include "normnet/ops.hpp"
+#include "attention.hpp"
 #include "op.hpp"
 
 namespace normnet {
@@ -51,30 +56,97 @@ struct Dims {
     int64_t B = 0, L = 0, S = 0, E = 0, Ev = 0;
 };
 
-class ScaledDotProductAttentionBackward final : public OpNode {
-public:
+// One operand as a batch of matrices read or written in place by sgemm: slice b (row-major over
+// the batch sizes) starts at data + the offset its batch strides give, its rows are ld apart and
+// its columns adjacent. So q, k and v can be strided views of the packed in_proj output, and an
+// output or gradient can be written in another tensor's layout, with no copy.
+struct Slices {
+    float* data = nullptr;
+    int64_t ld = 0;
+    Shape batch, strides;
+    float* operator[](int64_t b) const {
+        int64_t offset = 0;
+        for (int dim = batch.size() - 1; dim >= 0; --dim) {
+            offset += (b % batch[dim]) * strides[dim];
+            b /= batch[dim];
+        }
+        return data + offset;
+    }
+    explicit operator bool() const { return data != nullptr; }
+};
+
+// t: [*batch, rows, cols] with adjacent columns and rows at least a row apart (sgemm's layouts).
+bool readable_in_place(const Tensor& t) {
+    const int64_t rows = t.size(-2), cols = t.size(-1);
+    const Shape& strides = t.strides();
+    const int n = t.dim();
+    return (strides[n - 1] == 1 || cols == 1) && (rows == 1 || strides[n - 2] >= std::max<int64_t>(cols, 1));
+}
+
+Slices slices_of(const Tensor& t) {
+    const Shape& strides = t.strides();
+    const int n = t.dim();
+    Slices s{t.data(), t.size(-2) == 1 ? std::max<int64_t>(t.size(-1), 1) : strides[n - 2], {}, {}};
+    for (int dim = 0; dim < n - 2; ++dim) s.batch.push_back(t.size(dim)), s.strides.push_back(strides[dim]);
+    return s;
+}
+
+// Contiguous [B, rows, cols] at data (a gradient buffer); null data gives an empty operand.
+Slices dense_slices(float* data, int64_t B, int64_t rows, int64_t cols) { return {data, cols, {B}, {rows * cols}}; }
+
+// The attention of one call: p: [(2,) B, L, S] (the softmax's output; with dropout the weights
+// after it first, `keep` the kept positions), out: B slices [L, Ev]; mask: additive [Bm, L, S],
+// Bm = 1 or B, or null.
+struct Attention {
     Dims d;
     float scale = 1.0f, keep_scale = 1.0f;  // keep_scale = 1 / (1 - dropout_p)
-    bool dropout = false;
-    const char* name() const override { return "ScaledDotProductAttentionBackward0"; }
-    void backward(const Tensor& dout) override {
-        const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &p = saved(3), &keep = saved(4);
-        const GradOut dq = grad_out(0), dk = grad_out(1), dv = grad_out(2);
-        const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
-        const Tensor scratch = empty({d.B, L, S});
+    bool dropout = false, causal = false;
+
+    void forward(const Slices& out, float* p, const Slices& q, const Slices& k, const Slices& v, const Tensor& keep,
+                 const Tensor& mask) const {
         parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
             for (int64_t b = b0; b < b1; ++b) {
-                const float* qb = q.data() + b * L * E;
-                const float* kb = k.data() + b * S * E;
-                const float* vb = v.data() + b * S * Ev;
-                const float* pb = p.data() + b * L * S;  // the weights v was multiplied by (after dropout)
-                const float* gb = dout.data() + b * L * Ev;
-                float* ds = scratch.data() + b * L * S;
+                const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
+                float* softmax = p + (dropout ? d.B * L * S : 0) + b * L * S;  // the softmax's output
+                float* weights = p + b * L * S;                                  // what multiplies v
+                // scores: [L, S] = scale * q @ k^T (+ mask), then their softmax, in place
+                gemm(false, true, L, S, E, scale, q[b], q.ld, k[b], k.ld, 0.0f, softmax, S);
+                if (mask.defined()) {
+                    const float* m = mask.data() + (mask.size(0) == 1 ? 0 : b * L * S);
+                    for (int64_t i = 0; i < L * S; ++i) softmax[i] += m[i];
+                }
+                if (causal) {
+                    for (int64_t i = 0; i < L; ++i) {
+                        for (int64_t j = i + 1; j < S; ++j) softmax[i * S + j] = -std::numeric_limits<float>::infinity();
+                    }
+                }
+                softmax_rows(softmax, softmax, L, S);
+                if (dropout) {
+                    const bool* kept = keep.data_ptr<bool>() + b * L * S;
+                    for (int64_t i = 0; i < L * S; ++i) weights[i] = kept[i] ? softmax[i] * keep_scale : 0.0f;
+                }
+                // out: [L, Ev] = weights @ v
+                gemm(false, false, L, Ev, S, 1.0f, weights, S, v[b], v.ld, 0.0f, out[b], out.ld);
+            }
+        });
+    }
+
+    // Gradients with sgemm's beta (0: overwrite, 1: accumulate); an empty one is not computed.
+    void backward(const Slices& dq, float dq_beta, const Slices& dk, float dk_beta, const Slices& dv, float dv_beta,
+                  const Slices& dout, const Slices& q, const Slices& k, const Slices& v, const float* p,
+                  const Tensor& keep) const {
+        const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
+        parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
+            // dp and ds of one slice at a time: [L, S] per thread, not [B, L, S].
+            const Tensor scratch = (dq || dk) ? empty({L, S}) : Tensor();
+            float* ds = scratch.defined() ? scratch.data() : nullptr;
+            for (int64_t b = b0; b < b1; ++b) {
+                const float* pb = p + b * L * S;  // the weights v was multiplied by (after dropout)
                 // dv: [S, Ev] = p^T @ dout
-                if (dv) gemm(true, false, S, Ev, L, 1.0f, pb, S, gb, Ev, dv.beta(), dv.data + b * S * Ev, Ev);
-                if (!dq && !dk) continue;
+                if (dv) gemm(true, false, S, Ev, L, 1.0f, pb, S, dout[b], dout.ld, dv_beta, dv[b], dv.ld);
+                if (!ds) continue;
                 // dp: [L, S] = dout @ v^T, through dropout back to the softmax's output
-                gemm(false, true, L, S, Ev, 1.0f, gb, Ev, vb, Ev, 0.0f, ds, S);
+                gemm(false, true, L, S, Ev, 1.0f, dout[b], dout.ld, v[b], v.ld, 0.0f, ds, S);
                 if (dropout) {
                     const bool* kept = keep.data_ptr<bool>() + b * L * S;
                     for (int64_t i = 0; i < L * S; ++i) ds[i] = kept[i] ? ds[i] * keep_scale : 0.0f;
@@ -82,10 +154,53 @@ public:
                 // The softmax's backward needs its output, saved before dropout (p's second half).
                 softmax_rows_backward(ds, pb + (dropout ? d.B * L * S : 0), L, S);
                 // dq: [L, E] = scale * ds @ k;  dk: [S, E] = scale * ds^T @ q
-                if (dq) gemm(false, false, L, E, S, scale, ds, S, kb, E, dq.beta(), dq.data + b * L * E, E);
-                if (dk) gemm(true, false, S, E, L, scale, ds, S, qb, E, dk.beta(), dk.data + b * S * E, E);
+                if (dq) gemm(false, false, L, E, S, scale, ds, S, k[b], k.ld, dq_beta, dq[b], dq.ld);
+                if (dk) gemm(true, false, S, E, L, scale, ds, S, q[b], q.ld, dk_beta, dk[b], dk.ld);
             }
         });
+    }
+};
+
+class ScaledDotProductAttentionBackward final : public OpNode {
+public:
+    Attention a;
+    const char* name() const override { return "ScaledDotProductAttentionBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &p = saved(3), &keep = saved(4);
+        const GradOut dq = grad_out(0), dk = grad_out(1), dv = grad_out(2);
+        const Dims& d = a.d;
+        a.backward(dense_slices(dq.data, d.B, d.L, d.E), dq.beta(), dense_slices(dk.data, d.B, d.S, d.E), dk.beta(),
+                   dense_slices(dv.data, d.B, d.S, d.Ev), dv.beta(), dense_slices(dout.data(), d.B, d.L, d.Ev), slices_of(q),
+                   slices_of(k), slices_of(v), p.data(), keep);
+    }
+};
+
+// Self-attention over the packed in_proj output qkv: [N, L, 3E] (q, k, v side by side, each
+// [L, H, D] per sequence), writing the heads' output as out: [N, L, E] (head h in columns
+// h D .. (h + 1) D), the layout out_proj reads. Its gradient goes straight into qkv's.
+class PackedSelfAttentionBackward final : public OpNode {
+public:
+    Attention a;
+    int64_t heads = 1;
+    const char* name() const override { return "PackedSelfAttentionBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &qkv = saved(0), &p = saved(1), &keep = saved(2);
+        const GradOut dqkv = grad_out(0);
+        if (!dqkv) return;
+        const auto part = [&](float* base, int64_t i) { return packed_slices(base, qkv.size(0), a.d.L, heads, a.d.E, i); };
+        float* g = dqkv.data;
+        a.backward(part(g, 0), dqkv.beta(), part(g, 1), dqkv.beta(), part(g, 2), dqkv.beta(), heads_slices(dout.data()),
+                   part(qkv.data(), 0), part(qkv.data(), 1), part(qkv.data(), 2), p.data(), keep);
+    }
+    // head h of sequence n in out or its gradient: [N, L, H * D]
+    Slices heads_slices(float* data) const {
+        const int64_t E = a.d.E * heads;
+        return {data, E, {a.d.B / heads, heads}, {a.d.L * E, a.d.E}};
+    }
+    // part i (0: q, 1: k, 2: v) of head h of sequence n in qkv: [N, L, 3, H, D]
+    static Slices packed_slices(float* data, int64_t N, int64_t L, int64_t H, int64_t D, int64_t i) {
+        const int64_t E = H * D;
+        return {data + i * E, 3 * E, {N, H}, {L * 3 * E, D}};
     }
 };
 
@@ -124,6 +239,29 @@ Tensor additive_mask(const Tensor& mask, const Shape& batch, int64_t L, int64_t 
     return out;
 }
 
+// Runs the attention of `d` over the operands (batch: their batch sizes, for the mask), making
+// p and keep as the backward needs them; returns what the backward needs besides.
+Attention attend(const Dims& d, const Slices& out, const Slices& q, const Slices& k, const Slices& v, const Shape& batch,
+                 const Tensor& attn_mask, double dropout_p, bool is_causal, float scale, Generator& generator, Tensor& p,
+                 Tensor& keep) {
+    Attention a;
+    a.d = d;
+    a.scale = scale;
+    a.dropout = dropout_p > 0.0;
+    a.causal = is_causal;
+    a.keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
+    const Tensor mask = attn_mask.defined() ? additive_mask(attn_mask, batch, d.L, d.S) : Tensor();
+    // p: the softmax's output; with dropout also the weights after it ([2, B, L, S]: kept first).
+    p = empty(a.dropout ? Shape{2, d.B, d.L, d.S} : Shape{d.B, d.L, d.S});
+    keep = a.dropout ? empty({d.B, d.L, d.S}, kBool) : Tensor();
+    if (a.dropout) {
+        bool* kp = keep.data_ptr<bool>();
+        for (int64_t i = 0; i < keep.numel(); ++i) kp[i] = generator.uniform() >= static_cast<float>(dropout_p);
+    }
+    a.forward(out, p.data(), q, k, v, keep, mask);
+    return a;
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -149,54 +287,49 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                   " and value ", value.shape(), " do not fit ([*, L, E], [*, S, E], [*, S, Ev])");
     NORMNET_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, op, ": dropout_p must be in [0, 1), got ", dropout_p);
     NORMNET_CHECK(!(is_causal && attn_mask.defined()), op, ": give attn_mask or is_causal, not both (as torch)");
-    const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
+    // Views sgemm can read (the heads of a packed projection) are read in place.
+    const auto operand = [](const Tensor& t) { return detail::readable_in_place(t) ? t : t.contiguous(); };
+    const Tensor q = operand(query), k = operand(key), v = operand(value);
     const float s = static_cast<float>(scale.value_or(1.0 / std::sqrt(static_cast<double>(d.E))));
-    const Tensor mask = attn_mask.defined() ? detail::additive_mask(attn_mask, batch, d.L, d.S) : Tensor();
-    const bool dropout = dropout_p > 0.0;
-    // p: the softmax's output; with dropout also the weights after it ([2, B, L, S]: kept first).
-    Tensor p = empty(dropout ? Shape{2, d.B, d.L, d.S} : Shape{d.B, d.L, d.S});
-    Tensor keep = dropout ? empty({d.B, d.L, d.S}, kBool) : Tensor();
-    if (dropout) {
-        bool* kp = keep.data_ptr<bool>();
-        for (int64_t i = 0; i < keep.numel(); ++i) kp[i] = generator.uniform() >= static_cast<float>(dropout_p);
-    }
-    const float keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
     Shape out_shape = batch;
     out_shape.push_back(d.L);
     out_shape.push_back(d.Ev);
     Tensor out = empty(out_shape);
-    detail::parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-            const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
-            float* softmax = p.data() + (dropout ? d.B * L * S : 0) + b * L * S;  // the softmax's output
-            float* weights = p.data() + b * L * S;                                  // what multiplies v
-            // scores: [L, S] = scale * q @ k^T (+ mask), then their softmax, in place
-            detail::gemm(false, true, L, S, E, s, q.data() + b * L * E, E, k.data() + b * S * E, E, 0.0f, softmax, S);
-            if (mask.defined()) {
-                const float* m = mask.data() + (mask.size(0) == 1 ? 0 : b * L * S);
-                for (int64_t i = 0; i < L * S; ++i) softmax[i] += m[i];
-            }
-            if (is_causal) {
-                for (int64_t i = 0; i < L; ++i) {
-                    for (int64_t j = i + 1; j < S; ++j) softmax[i * S + j] = -std::numeric_limits<float>::infinity();
-                }
-            }
-            detail::softmax_rows(softmax, softmax, L, S);
-            if (dropout) {
-                const bool* kept = keep.data_ptr<bool>() + b * L * S;
-                for (int64_t i = 0; i < L * S; ++i) weights[i] = kept[i] ? softmax[i] * keep_scale : 0.0f;
-            }
-            // out: [L, Ev] = weights @ v
-            detail::gemm(false, false, L, Ev, S, 1.0f, weights, S, v.data() + b * S * Ev, Ev, 0.0f, out.data() + b * L * Ev, Ev);
-        }
-    });
+    Tensor p, keep;
+    const detail::Attention a =
+        detail::attend(d, detail::dense_slices(out.data(), d.B, d.L, d.Ev), detail::slices_of(q), detail::slices_of(k),
+                       detail::slices_of(v), batch, attn_mask, dropout_p, is_causal, s, generator, p, keep);
     if (auto* node = detail::record<detail::ScaledDotProductAttentionBackward>(out, {q, k, v}, {q, k, v, p, keep})) {
-        node->d = d;
-        node->scale = s;
-        node->keep_scale = keep_scale;
-        node->dropout = dropout;
+        node->a = a;
     }
     return out;
 }
 
+namespace detail {
+
+Tensor packed_self_attention(const Tensor& qkv, int64_t heads, const Tensor& attn_mask, double dropout_p, bool is_causal,
+                             Generator& generator) {
+    NORMNET_CHECK(qkv.dtype() == kFloat32 && qkv.dim() == 3 && qkv.is_contiguous() && heads > 0 &&
+                      qkv.size(2) % (3 * heads) == 0,
+                  "packed_self_attention: expected a contiguous float32 [N, L, 3 E] with E divisible by ", heads,
+                  " heads, got ", qkv.dtype(), " ", qkv.shape());
+    NORMNET_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, "packed_self_attention: dropout_p must be in [0, 1), got ", dropout_p);
+    NORMNET_CHECK(!(is_causal && attn_mask.defined()), "packed_self_attention: give attn_mask or is_causal, not both");
+    const int64_t N = qkv.size(0), L = qkv.size(1), E = qkv.size(2) / 3, D = E / heads;
+    Dims d;
+    d.B = N * heads, d.L = L, d.S = L, d.E = D, d.Ev = D;
+    Tensor out = empty({N, L, E});
+    Tensor p, keep;
+    const auto part = [&](int64_t i) { return PackedSelfAttentionBackward::packed_slices(qkv.data(), N, L, heads, D, i); };
+    const Slices out_heads{out.data(), E, {N, heads}, {L * E, D}};
+    const Attention a = attend(d, out_heads, part(0), part(1), part(2), Shape{N, heads}, attn_mask, dropout_p, is_causal,
+                               static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))), generator, p, keep);
+    if (auto* node = record<PackedSelfAttentionBackward>(out, {qkv}, {qkv, p, keep})) {
+        node->a = a;
+        node->heads = heads;
+    }
+    return out;
+}
+
+}  // namespace detail
 }  // namespace normnet
