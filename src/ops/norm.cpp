@@ -427,14 +427,18 @@ inline void dy_sums(float& a, float& b, const float* __restrict dy, const float*
 // on all its dy (the statistics are functions of the batch); with running statistics they are
 // constants. dx: [L] (Store); dy, x: [L]; dnorm_mean, dnorm_norm_mean: the channel's sums of
 // dy * w and dy * w * xhat over its count (0 without batch statistics).
+// dy == null: dx is written over the dy it holds (Overwrite).
 template <class Store>
 inline void batch_norm_dx(float* __restrict dx, const float* __restrict dy, const float* __restrict x, float m,
                           float ml, float s, float w, float dnorm_mean, float dnorm_norm_mean, bool batch_stats,
                           int64_t L) {
-    if (batch_stats) {
-        for (int64_t l = 0; l < L; ++l) {
-            Store::put(dx[l], (dy[l] * w - dnorm_mean - (((x[l] - m) - ml) * s) * dnorm_norm_mean) * s);
-        }
+    const auto value = [&](float d, float xv) { return (d * w - dnorm_mean - (((xv - m) - ml) * s) * dnorm_norm_mean) * s; };
+    if (batch_stats && dy == nullptr) {
+        for (int64_t l = 0; l < L; ++l) dx[l] = value(dx[l], x[l]);
+    } else if (batch_stats) {
+        for (int64_t l = 0; l < L; ++l) Store::put(dx[l], value(dy[l], x[l]));
+    } else if (dy == nullptr) {
+        for (int64_t l = 0; l < L; ++l) dx[l] = dx[l] * w * s;
     } else {
         for (int64_t l = 0; l < L; ++l) Store::put(dx[l], dy[l] * w * s);
     }
@@ -503,7 +507,8 @@ void batch_norm_sums_planes(float* __restrict dy_sum, float* __restrict dy_xhat_
     }
 }
 
-// As batch_norm_dx_flat for a block of inp: [N, C, L > 1], plane by plane in address order.
+// As batch_norm_dx_flat for a block of inp: [N, C, L > 1], plane by plane in address order;
+// dout == null: dinp holds dy and is written over (Overwrite).
 template <class Store>
 void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum,
                           const float* __restrict dy_xhat_sum, const float* __restrict dout,
@@ -516,7 +521,7 @@ void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum
             const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
             const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
             const int64_t at = n * ld + c * L;
-            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, mean[c], mean_lo[c], rstd[c], w, dnorm_mean,
+            batch_norm_dx<Store>(dinp + at, dout ? dout + at : nullptr, inp + at, mean[c], mean_lo[c], rstd[c], w, dnorm_mean,
                                  dnorm_norm_mean, batch_stats, L);
         }
     }
@@ -535,7 +540,12 @@ public:
     const char* name() const override { return sync ? "SyncBatchNormBackward" : "NativeBatchNormBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
-        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        // Images: dx written over dout when the engine allows (grad_over_dout; each channel's dx comes after its
+        // sums, and chunks of channels are disjoint), one activation-sized buffer fewer.
+        GradOut dx = L > 1 ? grad_over_dout(0, dout) : GradOut{};
+        const bool over = static_cast<bool>(dx);
+        if (!over) dx = grad_out(0);
+        const GradOut dw = grad_out(1), db = grad_out(2);
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
         double* scratch = double_scratch(2 * C);
@@ -557,7 +567,8 @@ public:
                 batch_norm_dx_flat<Store>(d + c0, t + c0, t + C + c0, dout.data() + c0, x.data() + c0, mean.data() + c0,
                                           mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, inv_count, N, c1 - c0, C);
             } else {
-                batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, dout.data() + c0 * L, x.data() + c0 * L,
+                batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, over ? nullptr : dout.data() + c0 * L,
+                                            x.data() + c0 * L,
                                             mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, w, batch_stats,
                                             inv_count, N, c1 - c0, L, C * L);
             }
@@ -814,7 +825,7 @@ void group_norm_backward(float* __restrict dinp, float* __restrict dweight, floa
         const float dnorm_norm_mean = static_cast<float>(dnorm_xhat_sum / static_cast<double>(M));
         for (int64_t c = 0; c < Cg; ++c) {
             const int64_t at = r * M + c * L;
-            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, m, ml, s, weight ? weight[c0 + c] : 1.0f, dnorm_mean,
+            batch_norm_dx<Store>(dinp + at, dout ? dout + at : nullptr, inp + at, m, ml, s, weight ? weight[c0 + c] : 1.0f, dnorm_mean,
                                  dnorm_norm_mean, true, L);
         }
     }
