@@ -11,32 +11,50 @@
 
 namespace normnet::cli {
 
+namespace {
+
+// The products' operands. Their values do not matter, only their shapes and memory traffic, so
+// every product of every pass reads the same two sources (A and B, each sized to the largest
+// product's, so each operand is as large as the layer's own) and thread t writes its products
+// into one output source: a floor holds a few MB instead of a copy of every operand per product
+// and thread (12-16 MB for the CNN at batch 128, which `normnet bench` counted in its peak RSS
+// next to training's). The sources only grow, in constructors; run() reads their addresses.
+std::vector<float>& source(size_t which) {
+    static std::vector<std::vector<float>> sources(2);
+    if (sources.size() <= which) sources.resize(which + 1);
+    return sources[which];
+}
+void grow_source(size_t which, int64_t floats, float value) {
+    std::vector<float>& s = source(which);
+    if (static_cast<int64_t>(s.size()) < floats) s.assign(static_cast<size_t>(floats), value);
+}
+
+}  // namespace
+
 FloorPass::FloorPass(std::vector<Product> products, int64_t images) : products_(std::move(products)), images_(images) {
-    const int threads = images_ > 0 ? std::max(1, get_num_threads()) : 1;
-    for (int t = 0; t < threads; ++t) {
-        ops_.emplace_back();
-        for (const Product& p : products_) {
-            ops_.back().push_back({std::vector<float>(static_cast<size_t>(p.M * p.K), 0.5f),
-                                   std::vector<float>(static_cast<size_t>(p.K * p.N), 0.25f),
-                                   std::vector<float>(static_cast<size_t>(p.M * p.N), 0.0f)});
-        }
+    threads_ = images_ > 0 ? std::max(1, get_num_threads()) : 1;
+    for (const Product& p : products_) {
+        grow_source(0, p.M * p.K, 0.5f);
+        grow_source(1, p.K * p.N, 0.25f);
+        for (int t = 0; t < threads_; ++t) grow_source(2 + static_cast<size_t>(t), p.M * p.N, 0.0f);
     }
 }
 
 void FloorPass::run() {
-    const auto one = [this](std::vector<Operands>& ops) {
-        for (size_t i = 0; i < products_.size(); ++i) {
-            const Product& p = products_[i];
-            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, ops[i].a.data(), p.ta ? p.M : p.K, ops[i].b.data(),
-                         p.tb ? p.K : p.N, 0.0f, ops[i].c.data(), p.N);
+    const auto one = [this](int thread) {
+        const float* a = source(0).data();
+        const float* b = source(1).data();
+        float* c = source(2 + static_cast<size_t>(thread)).data();
+        for (const Product& p : products_) {
+            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, a, p.ta ? p.M : p.K, b, p.tb ? p.K : p.N, 0.0f, c, p.N);
         }
     };
     if (images_ == 0) {
-        one(ops_[0]);
+        one(0);
         return;
     }
     detail::parallel_for_chunks(images_, 1, [&](int chunk, int64_t b, int64_t e) {
-        for (int64_t n = b; n < e; ++n) one(ops_[static_cast<size_t>(chunk)]);
+        for (int64_t n = b; n < e; ++n) one(chunk);
     });
 }
 

@@ -1,6 +1,6 @@
 // The "GEMM floor" of a training step: the lowered matrix products of its layers (the shapes,
 // per-thread split and threads that conv2d and linear use) run through the sgemm wrapper alone,
-// on operands allocated once. `normnet bench` and apps/microbench/conv_bench time it next to
+// on shared operands allocated once. `normnet bench` and apps/microbench/conv_bench time it next to
 // the real step; a model's registry row lists its products (ModelKind::gemm_products).
 #pragma once
 
@@ -36,19 +36,16 @@ FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L
 void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
                                 int64_t heads, int64_t dim_feedforward);
 
-/// The products of one pass, with their operands allocated once (per thread for per-image ones).
+/// The products of one pass, on operands shared by every pass (an output per thread for per-image ones).
 class FloorPass {
 public:
     FloorPass(std::vector<Product> products, int64_t images);
     void run();
 
 private:
-    struct Operands {
-        std::vector<float> a, b, c;
-    };
     std::vector<Product> products_;
     int64_t images_ = 0;
-    std::vector<std::vector<Operands>> ops_;  // [thread][product]
+    int threads_ = 1;  // the threads that split the images (each writes its own output source)
 };
 
 /// Forward and backward passes of every layer of a step, ready to run.
