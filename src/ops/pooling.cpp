@@ -242,6 +242,21 @@ void max_pool_2x2_forward(float* __restrict out, const float* __restrict x, cons
     }
 }
 
+// The gradients of a vector of 2x2 windows (per lane: top-left, top-right, bottom-left,
+// bottom-right element) stored by the Store rule into the row pair d0, d1 from column 2 * s.
+template <class F, class Store>
+void store_windows(float* __restrict d0, float* __restrict d1, int64_t s, F top0, F top1, F bottom0, F bottom1) {
+    if (Store::beta != 0.0f) {
+        F old0, old1;
+        deinterleave(d0 + 2 * s, old0, old1);
+        top0 += old0, top1 += old1;
+        deinterleave(d1 + 2 * s, old0, old1);
+        bottom0 += old0, bottom1 += old1;
+    }
+    interleave(d0 + 2 * s, top0, top1);
+    interleave(d1 + 2 * s, bottom0, bottom1);
+}
+
 // dx: [H, W] (Store) = dout: [OH, OW] routed to each 2x2 window's maximum in x: [H, W], found
 // again: the first element equal to the maximum (torch's strict > keeps the first of ties).
 // Every element of a window is stored (dy or 0), so only the rows and columns outside every
@@ -283,15 +298,7 @@ void max_pool_2x2_backward(float* __restrict dx, const float* __restrict dout, c
             }
             const auto ta = a == m, tb = ~ta & (b == m), tc = ~(ta | tb) & (c == m), td = ~(ta | tb | tc);
             F top0 = ta ? v : zero, top1 = tb ? v : zero, bottom0 = tc ? v : zero, bottom1 = td ? v : zero;
-            if (Store::beta != 0.0f) {
-                F old0, old1;
-                deinterleave(d0 + 2 * s, old0, old1);
-                top0 += old0, top1 += old1;
-                deinterleave(d1 + 2 * s, old0, old1);
-                bottom0 += old0, bottom1 += old1;
-            }
-            interleave(d0 + 2 * s, top0, top1);
-            interleave(d1 + 2 * s, bottom0, bottom1);
+            store_windows<F, Store>(d0, d1, s, top0, top1, bottom0, bottom1);
         }
         if (Store::beta == 0.0f) {
             std::fill(d0 + 2 * g.OW, d0 + g.W, 0.0f);
@@ -391,15 +398,7 @@ void max_pool_2x2_backward_choices(float* __restrict dx, const float* __restrict
             const MaskOf<F> b = load_bools<F>(bottom + at), r = load_bools<F>(right + at);
             F top0 = ~(b | r) ? v : zero, top1 = (~b & r) ? v : zero, bottom0 = (b & ~r) ? v : zero,
               bottom1 = (b & r) ? v : zero;
-            if (Store::beta != 0.0f) {
-                F old0, old1;
-                deinterleave(d0 + 2 * s, old0, old1);
-                top0 += old0, top1 += old1;
-                deinterleave(d1 + 2 * s, old0, old1);
-                bottom0 += old0, bottom1 += old1;
-            }
-            interleave(d0 + 2 * s, top0, top1);
-            interleave(d1 + 2 * s, bottom0, bottom1);
+            store_windows<F, Store>(d0, d1, s, top0, top1, bottom0, bottom1);
         }
         if (Store::beta == 0.0f) {
             std::fill(d0 + 2 * g.OW, d0 + g.W, 0.0f);
