@@ -145,7 +145,7 @@ TEST_CASE("autograd: a node with more inputs than fit inline (as cat's) gets eve
     }
 }
 
-TEST_CASE("autograd: backwards that write dx over dout (ReLU, BatchNorm on images) match the out-of-place gradient",
+TEST_CASE("autograd: backwards that write dx over dout (ReLU, BatchNorm on images, GroupNorm) match the out-of-place gradient",
           "[autograd]") {
     // Through a non-leaf h, the engine lets these nodes write h's gradient over their own dout
     // (grad_over_dout); through a leaf they write a fresh buffer. Both must give the same values,
@@ -157,6 +157,7 @@ TEST_CASE("autograd: backwards that write dx over dout (ReLU, BatchNorm on image
     const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> ops = {
         {"relu", [](const Tensor& h) { return relu(h); }},
         {"batch_norm train", [&](const Tensor& h) { return batch_norm(h, {}, {}, w, b, true); }},
+        {"group_norm", [&](const Tensor& h) { return group_norm(h, 2, w, b); }},
         {"batch_norm eval", [&](const Tensor& h) { return batch_norm(h, rm, rv, w, b, false); }},
     };
     for (const auto& [name, f] : ops) {

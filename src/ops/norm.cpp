@@ -800,6 +800,7 @@ void group_norm_forward(float* __restrict out, float* __restrict mean, float* __
 // [rows, Cg * L]; mean, mean_lo, rstd: [rows]; weight: [C] (may be null). Two passes per group:
 // the per-channel sums of dy and dy * xhat (the parameter gradients, and weighted by the channels'
 // weights the two group means that couple every dx of the group to every dy), then dx.
+// dout == null: dinp holds dy and is written over (Overwrite), each group after its sums.
 template <class Store>
 void group_norm_backward(float* __restrict dinp, float* __restrict dweight, float* __restrict dbias,
                          const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
@@ -807,13 +808,14 @@ void group_norm_backward(float* __restrict dinp, float* __restrict dweight, floa
                          const float* __restrict weight, int64_t first, int64_t rows, int64_t G, int64_t Cg,
                          int64_t L) {
     const int64_t M = Cg * L;
+    const float* dy = dout ? dout : dinp;
     for (int64_t r = 0; r < rows; ++r) {
         const float m = mean[r], ml = mean_lo[r], s = rstd[r];
         const int64_t c0 = ((first + r) % G) * Cg;
         double dnorm_sum = 0.0, dnorm_xhat_sum = 0.0;
         for (int64_t c = 0; c < Cg; ++c) {
             float a, b;
-            dy_sums(a, b, dout + r * M + c * L, inp + r * M + c * L, m, ml, s, L);
+            dy_sums(a, b, dy + r * M + c * L, inp + r * M + c * L, m, ml, s, L);
             if (dbias) dbias[c0 + c] += a;
             if (dweight) dweight[c0 + c] += b;
             const float w = weight ? weight[c0 + c] : 1.0f;
@@ -837,7 +839,11 @@ public:
     const char* name() const override { return "NativeGroupNormBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
-        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        // dx written over dout when the engine allows (grad_over_dout; each group's dx after its sums).
+        GradOut dx = grad_over_dout(0, dout);
+        const bool over = static_cast<bool>(dx);
+        if (!over) dx = grad_out(0);
+        const GradOut dw = grad_out(1), db = grad_out(2);
         const int sums = (dw ? 1 : 0) + (db ? 1 : 0);
         const int64_t Cg = C / G, M = Cg * L;
         const auto rows = [&]<class Store>(float* d) {
@@ -845,7 +851,7 @@ public:
                 N * G, C, sums,
                 [&](int64_t row, int64_t count, float* slot) {
                     group_norm_backward<Store>(d ? d + row * M : nullptr, dw ? slot : nullptr,
-                                               db ? slot + (dw ? C : 0) : nullptr, dout.data() + row * M,
+                                               db ? slot + (dw ? C : 0) : nullptr, over ? nullptr : dout.data() + row * M,
                                                x.data() + row * M, mean.data() + row, mean_lo.data() + row,
                                                rstd.data() + row, data_or_null(weight), row, count, G, Cg, L);
                 },
