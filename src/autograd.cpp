@@ -139,6 +139,19 @@ GradOut OpNode::grad_out(int i) {
     return {buffer.data(), fresh};
 }
 
+GradOut OpNode::grad_over_dout(int i, const Tensor& dout) {
+    OpNode* producer = needs_grad(i) ? next_[static_cast<size_t>(i)].get() : nullptr;
+    // Only the engine's own buffer (grad_), held by nothing else, to a plain node (a leaf's
+    // accumulator keeps its gradient in the leaf) that has received no gradient yet.
+    if (producer && &dout == &grad_ && !producer->grad_.defined() && dynamic_cast<AccumulateGrad*>(producer) == nullptr &&
+        producer->out_shape_ == grad_.shape() && grad_.impl_ptr().use_count() == 1 &&
+        grad_.impl().storage.use_count() == 1) {
+        producer->grad_ = grad_;
+        return {grad_.data(), true};
+    }
+    return {};
+}
+
 Tensor OpNode::grad_to_add(int i) {
     OpNode* producer = needs_grad(i) ? next_[static_cast<size_t>(i)].get() : nullptr;
     return producer ? producer->gradient_buffer(nullptr) : Tensor();

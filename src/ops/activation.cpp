@@ -30,11 +30,22 @@ void relu_backward(float* __restrict dx, const float* __restrict dy, const float
     for (int64_t i = 0; i < n; ++i) Store::put(dx[i], y[i] <= 0.0f ? 0.0f : dy[i]);
 }
 
+// dy: [n] = y <= 0 ? 0 : dy, in place (dx written over dy)
+void relu_backward_over(float* __restrict dy, const float* __restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dy[i] = y[i] <= 0.0f ? 0.0f : dy[i];
+}
+
 class ReluBackward final : public OpNode {
 public:
     const char* name() const override { return "ReluBackward0"; }
     void backward(const Tensor& dy) override {
         const Tensor& y = saved(0);
+        if (const GradOut over = grad_over_dout(0, dy)) {
+            // dx written over dy when the engine allows: one activation-sized buffer fewer.
+            parallel_for(y.numel(), kElementGrain,
+                         [&](int64_t b, int64_t e) { relu_backward_over(over.data + b, y.data() + b, e - b); });
+            return;
+        }
         if (const GradOut dx = grad_out(0)) {
             dx.write([&]<class Store>(float* d) {
                 parallel_for(y.numel(), kElementGrain, [&](int64_t b, int64_t e) {

@@ -427,14 +427,18 @@ inline void dy_sums(float& a, float& b, const float* __restrict dy, const float*
 // on all its dy (the statistics are functions of the batch); with running statistics they are
 // constants. dx: [L] (Store); dy, x: [L]; dnorm_mean, dnorm_norm_mean: the channel's sums of
 // dy * w and dy * w * xhat over its count (0 without batch statistics).
+// dy == null: dx is written over the dy it holds (Overwrite).
 template <class Store>
 inline void batch_norm_dx(float* __restrict dx, const float* __restrict dy, const float* __restrict x, float m,
                           float ml, float s, float w, float dnorm_mean, float dnorm_norm_mean, bool batch_stats,
                           int64_t L) {
-    if (batch_stats) {
-        for (int64_t l = 0; l < L; ++l) {
-            Store::put(dx[l], (dy[l] * w - dnorm_mean - (((x[l] - m) - ml) * s) * dnorm_norm_mean) * s);
-        }
+    const auto value = [&](float d, float xv) { return (d * w - dnorm_mean - (((xv - m) - ml) * s) * dnorm_norm_mean) * s; };
+    if (batch_stats && dy == nullptr) {
+        for (int64_t l = 0; l < L; ++l) dx[l] = value(dx[l], x[l]);
+    } else if (batch_stats) {
+        for (int64_t l = 0; l < L; ++l) Store::put(dx[l], value(dy[l], x[l]));
+    } else if (dy == nullptr) {
+        for (int64_t l = 0; l < L; ++l) dx[l] = dx[l] * w * s;
     } else {
         for (int64_t l = 0; l < L; ++l) Store::put(dx[l], dy[l] * w * s);
     }
@@ -503,7 +507,8 @@ void batch_norm_sums_planes(float* __restrict dy_sum, float* __restrict dy_xhat_
     }
 }
 
-// As batch_norm_dx_flat for a block of inp: [N, C, L > 1], plane by plane in address order.
+// As batch_norm_dx_flat for a block of inp: [N, C, L > 1], plane by plane in address order;
+// dout == null: dinp holds dy and is written over (Overwrite).
 template <class Store>
 void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum,
                           const float* __restrict dy_xhat_sum, const float* __restrict dout,
@@ -516,7 +521,7 @@ void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum
             const float dnorm_mean = batch_stats ? dy_sum[c] * w * inv_count : 0.0f;
             const float dnorm_norm_mean = batch_stats ? dy_xhat_sum[c] * w * inv_count : 0.0f;
             const int64_t at = n * ld + c * L;
-            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, mean[c], mean_lo[c], rstd[c], w, dnorm_mean,
+            batch_norm_dx<Store>(dinp + at, dout ? dout + at : nullptr, inp + at, mean[c], mean_lo[c], rstd[c], w, dnorm_mean,
                                  dnorm_norm_mean, batch_stats, L);
         }
     }
@@ -535,7 +540,12 @@ public:
     const char* name() const override { return sync ? "SyncBatchNormBackward" : "NativeBatchNormBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
-        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        // Images: dx written over dout when the engine allows (grad_over_dout; each channel's dx comes after its
+        // sums, and chunks of channels are disjoint), one activation-sized buffer fewer.
+        GradOut dx = L > 1 ? grad_over_dout(0, dout) : GradOut{};
+        const bool over = static_cast<bool>(dx);
+        if (!over) dx = grad_out(0);
+        const GradOut dw = grad_out(1), db = grad_out(2);
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
         double* scratch = double_scratch(2 * C);
@@ -557,7 +567,8 @@ public:
                 batch_norm_dx_flat<Store>(d + c0, t + c0, t + C + c0, dout.data() + c0, x.data() + c0, mean.data() + c0,
                                           mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, inv_count, N, c1 - c0, C);
             } else {
-                batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, dout.data() + c0 * L, x.data() + c0 * L,
+                batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, over ? nullptr : dout.data() + c0 * L,
+                                            x.data() + c0 * L,
                                             mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, w, batch_stats,
                                             inv_count, N, c1 - c0, L, C * L);
             }
@@ -789,6 +800,7 @@ void group_norm_forward(float* __restrict out, float* __restrict mean, float* __
 // [rows, Cg * L]; mean, mean_lo, rstd: [rows]; weight: [C] (may be null). Two passes per group:
 // the per-channel sums of dy and dy * xhat (the parameter gradients, and weighted by the channels'
 // weights the two group means that couple every dx of the group to every dy), then dx.
+// dout == null: dinp holds dy and is written over (Overwrite), each group after its sums.
 template <class Store>
 void group_norm_backward(float* __restrict dinp, float* __restrict dweight, float* __restrict dbias,
                          const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
@@ -796,13 +808,14 @@ void group_norm_backward(float* __restrict dinp, float* __restrict dweight, floa
                          const float* __restrict weight, int64_t first, int64_t rows, int64_t G, int64_t Cg,
                          int64_t L) {
     const int64_t M = Cg * L;
+    const float* dy = dout ? dout : dinp;
     for (int64_t r = 0; r < rows; ++r) {
         const float m = mean[r], ml = mean_lo[r], s = rstd[r];
         const int64_t c0 = ((first + r) % G) * Cg;
         double dnorm_sum = 0.0, dnorm_xhat_sum = 0.0;
         for (int64_t c = 0; c < Cg; ++c) {
             float a, b;
-            dy_sums(a, b, dout + r * M + c * L, inp + r * M + c * L, m, ml, s, L);
+            dy_sums(a, b, dy + r * M + c * L, inp + r * M + c * L, m, ml, s, L);
             if (dbias) dbias[c0 + c] += a;
             if (dweight) dweight[c0 + c] += b;
             const float w = weight ? weight[c0 + c] : 1.0f;
@@ -814,7 +827,7 @@ void group_norm_backward(float* __restrict dinp, float* __restrict dweight, floa
         const float dnorm_norm_mean = static_cast<float>(dnorm_xhat_sum / static_cast<double>(M));
         for (int64_t c = 0; c < Cg; ++c) {
             const int64_t at = r * M + c * L;
-            batch_norm_dx<Store>(dinp + at, dout + at, inp + at, m, ml, s, weight ? weight[c0 + c] : 1.0f, dnorm_mean,
+            batch_norm_dx<Store>(dinp + at, dout ? dout + at : nullptr, inp + at, m, ml, s, weight ? weight[c0 + c] : 1.0f, dnorm_mean,
                                  dnorm_norm_mean, true, L);
         }
     }
@@ -826,7 +839,11 @@ public:
     const char* name() const override { return "NativeGroupNormBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
-        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        // dx written over dout when the engine allows (grad_over_dout; each group's dx after its sums).
+        GradOut dx = grad_over_dout(0, dout);
+        const bool over = static_cast<bool>(dx);
+        if (!over) dx = grad_out(0);
+        const GradOut dw = grad_out(1), db = grad_out(2);
         const int sums = (dw ? 1 : 0) + (db ? 1 : 0);
         const int64_t Cg = C / G, M = Cg * L;
         const auto rows = [&]<class Store>(float* d) {
@@ -834,7 +851,7 @@ public:
                 N * G, C, sums,
                 [&](int64_t row, int64_t count, float* slot) {
                     group_norm_backward<Store>(d ? d + row * M : nullptr, dw ? slot : nullptr,
-                                               db ? slot + (dw ? C : 0) : nullptr, dout.data() + row * M,
+                                               db ? slot + (dw ? C : 0) : nullptr, over ? nullptr : dout.data() + row * M,
                                                x.data() + row * M, mean.data() + row, mean_lo.data() + row,
                                                rstd.data() + row, data_or_null(weight), row, count, G, Cg, L);
                 },

@@ -99,6 +99,13 @@ public:
     /// Input i's gradient buffer, for a backward that writes every element of it; empty when
     /// input i needs no gradient.
     GradOut grad_out(int i);
+    /// For a backward that computes input i's gradient elementwise over dout (same shape; dx[j]
+    /// read from dout[j] before it is written, no other dout element after): when nothing else
+    /// holds dout and input i has no gradient yet, makes dout's own buffer input i's gradient and
+    /// returns it (fresh), so the backward writes dx over dout and the step needs one
+    /// activation-sized buffer fewer; otherwise returns an empty GradOut and changes nothing
+    /// (then use grad_out(i)). dout must be the dout backward got.
+    GradOut grad_over_dout(int i, const Tensor& dout);
     /// Input i's gradient buffer, zero-filled when new, for a backward that adds into part of it
     /// (a slice, a scatter); undefined when input i needs no gradient.
     Tensor grad_to_add(int i);

@@ -1,13 +1,16 @@
 // Pooling over the planes of [N, C, H, W]: max_pool2d (with or without indices), avg_pool2d,
 // adaptive_avg_pool2d, each with its backward. Every (sample, channel) plane is independent;
 // planes are split between threads outside the kernels. Windows, output sizes, padding rules
-// and divisors follow torch's CPU kernels. max_pool2d's backward recomputes each window's
-// argmax from the saved input (the same scan as the forward, so the same element) instead of
-// keeping an int64 index per output alive between forward and backward.
+// and divisors follow torch's CPU kernels. max_pool2d keeps no int64 index per output alive
+// between forward and backward: for 2x2 windows (the CNNs' pooling) the forward keeps each
+// window's choice in two bools, so the input can die after the forward; for other windows the
+// backward recomputes each window's argmax from the saved input (the same scan as the forward,
+// so the same element).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "../parallel.hpp"
 #include "normnet/ops.hpp"
@@ -239,6 +242,21 @@ void max_pool_2x2_forward(float* __restrict out, const float* __restrict x, cons
     }
 }
 
+// The gradients of a vector of 2x2 windows (per lane: top-left, top-right, bottom-left,
+// bottom-right element) stored by the Store rule into the row pair d0, d1 from column 2 * s.
+template <class F, class Store>
+void store_windows(float* __restrict d0, float* __restrict d1, int64_t s, F top0, F top1, F bottom0, F bottom1) {
+    if (Store::beta != 0.0f) {
+        F old0, old1;
+        deinterleave(d0 + 2 * s, old0, old1);
+        top0 += old0, top1 += old1;
+        deinterleave(d1 + 2 * s, old0, old1);
+        bottom0 += old0, bottom1 += old1;
+    }
+    interleave(d0 + 2 * s, top0, top1);
+    interleave(d1 + 2 * s, bottom0, bottom1);
+}
+
 // dx: [H, W] (Store) = dout: [OH, OW] routed to each 2x2 window's maximum in x: [H, W], found
 // again: the first element equal to the maximum (torch's strict > keeps the first of ties).
 // Every element of a window is stored (dy or 0), so only the rows and columns outside every
@@ -280,15 +298,107 @@ void max_pool_2x2_backward(float* __restrict dx, const float* __restrict dout, c
             }
             const auto ta = a == m, tb = ~ta & (b == m), tc = ~(ta | tb) & (c == m), td = ~(ta | tb | tc);
             F top0 = ta ? v : zero, top1 = tb ? v : zero, bottom0 = tc ? v : zero, bottom1 = td ? v : zero;
-            if (Store::beta != 0.0f) {
-                F old0, old1;
-                deinterleave(d0 + 2 * s, old0, old1);
-                top0 += old0, top1 += old1;
-                deinterleave(d1 + 2 * s, old0, old1);
-                bottom0 += old0, bottom1 += old1;
+            store_windows<F, Store>(d0, d1, s, top0, top1, bottom0, bottom1);
+        }
+        if (Store::beta == 0.0f) {
+            std::fill(d0 + 2 * g.OW, d0 + g.W, 0.0f);
+            std::fill(d1 + 2 * g.OW, d1 + g.W, 0.0f);
+        }
+    }
+    if (Store::beta == 0.0f) std::fill(dx + 2 * g.OH * g.W, dx + g.plane(), 0.0f);
+}
+
+// The 2x2 windows' choices, kept by the forward for the backward: per output, whether its
+// maximum is in the window's bottom row and in its right column, as bools ([2, outputs]: the
+// bottom flags, then the right ones). At batch 128 the CNN's first pooled input is 12.8 MB; its
+// choices are 1.6 MB, which the backward reads instead of the input to find each maximum again,
+// and the input need not stay alive. The same choice as max_pool_2x2_backward makes from x.
+struct WindowChoices {
+    bool* bottom;
+    bool* right;
+};
+
+// A vector's lanes as bools (0 or 1 bytes) and back: a mask of F (lanes -1 or 0) stored as
+// kLanes<F> bytes, and loaded as such a mask.
+template <class F>
+using MaskOf = decltype(F{} > F{});
+using Bytes8 = uint8_t __attribute__((vector_size(8)));
+using Bytes4 = uint8_t __attribute__((vector_size(4)));
+template <class F>
+using BytesOf = std::conditional_t<kLanes<F> == 8, Bytes8, Bytes4>;
+template <class F>
+void store_bools(bool* p, MaskOf<F> m) {
+    const BytesOf<F> b = __builtin_convertvector(m & 1, BytesOf<F>);
+    std::memcpy(p, &b, sizeof b);
+}
+template <class F>
+MaskOf<F> load_bools(const bool* p) {
+    BytesOf<F> b;
+    std::memcpy(&b, p, sizeof b);
+    return __builtin_convertvector(b, MaskOf<F>) != 0;
+}
+
+// out: [OH, OW] = 2x2 max pooling of the plane x: [H, W], and each window's choice in `choice`
+// (vectors of F, OW >= lanes of F)
+template <class F>
+void max_pool_2x2_forward_choices(float* __restrict out, WindowChoices choice, const float* __restrict x,
+                                  const PoolGeometry& g) {
+    // The sizes in locals: the bool stores may alias g as far as the compiler knows.
+    const int64_t N = kLanes<F>, OH = g.OH, OW = g.OW, W = g.W;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* r0 = x + 2 * oh * W;
+        const float* r1 = r0 + W;
+        for (int64_t ow = 0; ow < OW; ow += N) {
+            const int64_t s = std::min(ow, OW - N);
+            const int64_t at = oh * OW + s;
+            F a, b, c, d;
+            const F m = window_max(r0, r1, s, a, b, c, d);
+            store(out + at, m);
+            bool nan = false;
+            for (int64_t i = 0; i < N; ++i) nan |= m[i] != m[i];
+            if (nan) {
+                // torch's exact scalar scan, as max_pool_2x2_backward takes it.
+                for (int64_t i = 0; i < N; ++i) {
+                    const int64_t j = 2 * (s + i);
+                    float unused;
+                    const int k = argmax_2x2(r0[j], r0[j + 1], r1[j], r1[j + 1], unused);
+                    choice.bottom[at + i] = k >= 2;
+                    choice.right[at + i] = (k & 1) != 0;
+                }
+                continue;
             }
-            interleave(d0 + 2 * s, top0, top1);
-            interleave(d1 + 2 * s, bottom0, bottom1);
+            // The first element equal to the maximum: a, b, c, else d.
+            const auto ta = a == m, tb = ~ta & (b == m), tc = ~(ta | tb) & (c == m);
+            const auto bottom = ~(ta | tb), right = tb | (bottom & ~tc);
+            store_bools<F>(choice.bottom + at, bottom);
+            store_bools<F>(choice.right + at, right);
+        }
+    }
+}
+
+// dx: [H, W] (Store) = dout: [OH, OW] routed to each 2x2 window's chosen element (the forward's
+// choices): the stores of max_pool_2x2_backward, without reading x.
+template <class F, class Store>
+void max_pool_2x2_backward_choices(float* __restrict dx, const float* __restrict dout, const bool* __restrict bottom,
+                                   const bool* __restrict right, const PoolGeometry& g) {
+    const int64_t N = kLanes<F>, OH = g.OH, OW = g.OW, W = g.W;
+    const F zero = {};
+    F lane;
+    for (int64_t i = 0; i < N; ++i) lane[i] = static_cast<float>(i);
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        float* d0 = dx + 2 * oh * W;
+        float* d1 = d0 + W;
+        const float* dy = dout + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow += N) {
+            const int64_t s = std::min(ow, OW - N);
+            const int64_t at = oh * OW + s;
+            F v = load<F>(dy + s);
+            // An overlapping last vector rewrites the same values, but must not add twice.
+            if (Store::beta != 0.0f) v = lane >= static_cast<float>(ow - s) ? v : zero;
+            const MaskOf<F> b = load_bools<F>(bottom + at), r = load_bools<F>(right + at);
+            F top0 = ~(b | r) ? v : zero, top1 = (~b & r) ? v : zero, bottom0 = (b & ~r) ? v : zero,
+              bottom1 = (b & r) ? v : zero;
+            store_windows<F, Store>(d0, d1, s, top0, top1, bottom0, bottom1);
         }
         if (Store::beta == 0.0f) {
             std::fill(d0 + 2 * g.OW, d0 + g.W, 0.0f);
@@ -332,17 +442,36 @@ void max_pool2d_backward(float* __restrict dx, const float* __restrict dout, con
     }
 }
 
+// 2x2 windows whose choices the forward keeps, when it returns no indices (vectors of 4 or 8
+// outputs fit a row).
+bool keeps_choices(const PoolGeometry& g) { return whole_2x2_windows(g) && g.OW >= 4; }
+
 class MaxPool2DWithIndicesBackward final : public OpNode {
 public:
     PoolGeometry g;
+    bool choices = false;  // saved(0) is the windows' choices, not the input
     const char* name() const override { return "MaxPool2DWithIndicesBackward0"; }
     void backward(const Tensor& dout) override {
-        const Tensor& x = saved(0);
-        if (const GradOut dx = grad_out(0)) {
+        const GradOut dx = grad_out(0);
+        if (!dx) return;
+        if (choices) {
+            // saved(0): the windows' choices, [2, outputs].
+            const bool* bottom = saved(0).data_ptr<bool>();
+            const bool* right = bottom + g.N * g.out_plane();
             backward_by_plane(dx, dout, g, [&]<class Store>(float* d, const float* dy, int64_t p) {
-                max_pool2d_backward<Store>(d, dy, x.data() + p * g.plane(), g);
+                const int64_t at = p * g.out_plane();
+                if (g.OW >= 8) {
+                    max_pool_2x2_backward_choices<Floats8, Store>(d, dy, bottom + at, right + at, g);
+                } else {
+                    max_pool_2x2_backward_choices<Floats4, Store>(d, dy, bottom + at, right + at, g);
+                }
             });
+            return;
         }
+        const Tensor& x = saved(0);
+        backward_by_plane(dx, dout, g, [&]<class Store>(float* d, const float* dy, int64_t p) {
+            max_pool2d_backward<Store>(d, dy, x.data() + p * g.plane(), g);
+        });
     }
 };
 
@@ -352,6 +481,23 @@ std::tuple<Tensor, Tensor> max_pool2d_impl(const Tensor& input, Size2 kernel, Si
     const Tensor x = input.contiguous();
     Tensor out = empty(pooled_shape(x, g.OH, g.OW));
     Tensor indices = with_indices ? empty(out.shape(), kInt64) : Tensor();
+    if (keeps_choices(g) && !with_indices && any_requires_grad({x})) {
+        const Tensor choices = empty({2, g.N * g.out_plane()}, kBool);
+        bool* bottom = choices.data_ptr<bool>();
+        const WindowChoices all{bottom, bottom + g.N * g.out_plane()};
+        for_each_plane(g, [&](int64_t p) {
+            const int64_t at = p * g.out_plane();
+            float* o = out.data() + at;
+            const WindowChoices c{all.bottom + at, all.right + at};
+            if (g.OW >= 8) {
+                max_pool_2x2_forward_choices<Floats8>(o, c, x.data() + p * g.plane(), g);
+            } else {
+                max_pool_2x2_forward_choices<Floats4>(o, c, x.data() + p * g.plane(), g);
+            }
+        });
+        if (auto* node = record<MaxPool2DWithIndicesBackward>(out, {x}, {choices})) node->g = g, node->choices = true;
+        return {out, indices};
+    }
     for_each_plane(g, [&](int64_t p) {
         if (with_indices) {
             max_pool2d_forward<true>(out.data() + p * g.out_plane(), indices.data_ptr<int64_t>() + p * g.out_plane(),
