@@ -138,6 +138,39 @@ TEST_CASE("idx: load_idx_dataset and load_mnist_split pair images with labels", 
     CHECK_THROWS_WITH(normnet::load_mnist_split(dir.path.string(), "test"), !Contains("fetch_mnist"));
 }
 
+TEST_CASE("idx: max_count keeps the first images and labels but still checks the whole file", "[idx]") {
+    TempDir dir;
+    const Bytes big = random_bytes(3000 * 25 * 40);
+    for (const char* name : {"big", "big.gz"}) {
+        const std::string path = dir / name;
+        (std::string(name).ends_with(".gz") ? write_gz : write_raw)(path, idx_file({3000, 25, 40}, big));
+        const normnet::ImageSet first = normnet::read_idx_images(path, 7);
+        CHECK(first.count == 7);
+        CHECK(first.rows == 25);
+        CHECK(first.pixels == Bytes(big.begin(), big.begin() + 7 * 25 * 40));
+        CHECK(normnet::read_idx_images(path, 3000).pixels == big);  // a count >= the file's: all of it
+        CHECK(normnet::read_idx_images(path, 5000).count == 3000);
+    }
+    // What lies past the kept images is still read: a truncated or corrupt tail is an error.
+    const Bytes gz = read_raw(dir / "big.gz");
+    write_raw(dir / "cut.gz", Bytes(gz.begin(), gz.begin() + long(gz.size() * 3 / 4)));
+    CHECK_THROWS_WITH(normnet::read_idx_images(dir / "cut.gz", 7), Contains("truncated: header declares 3000000 bytes"));
+    write_raw(dir / "cut", idx_file({3000, 25, 40}, Bytes(big.begin(), big.end() - 1)));
+    CHECK_THROWS_WITH(normnet::read_idx_images(dir / "cut", 7), Contains("truncated: header declares 3000000 bytes"));
+    CHECK_THROWS_WITH(normnet::read_idx_images(dir / "big", -1), Contains("read_idx_images: max_count must be >= 0"));
+
+    // load_idx_dataset compares the counts the headers declare, not the counts kept.
+    write_raw(dir / "labels", idx_file({3}, kLabels));
+    write_raw(dir / "images", idx_file({3, 2, 4}, kPixels));
+    const normnet::Dataset two = normnet::load_idx_dataset(dir / "images", dir / "labels", 10, 2);
+    CHECK(two.size() == 2);
+    CHECK(two.labels == Bytes{7, 0});
+    CHECK(two.images.pixels == Bytes(kPixels.begin(), kPixels.begin() + 16));
+    write_raw(dir / "labels", idx_file({4}, {7, 0, 9, 1}));
+    CHECK_THROWS_WITH(normnet::load_idx_dataset(dir / "images", dir / "labels", 10, 2),
+                      Contains("has 3 images but") && Contains("has 4 labels"));
+}
+
 TEST_CASE("idx: malformed files are rejected with a message naming the file and the problem", "[idx]") {
     TempDir dir;
     const std::string path = dir / "bad-idx";

@@ -199,7 +199,9 @@ std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::st
     NORMNET_CHECK(std::filesystem::is_directory(dir), "--data: no dataset folder ", dir, " (", data_hint(config, dir), ")");
     std::shared_ptr<Dataset> data;
     try {
-        data = std::make_shared<Dataset>(load_mnist_split(dir, split));
+        // Only the first --limit images are kept from the file, so a quick run's peak memory
+        // does not include the whole split.
+        data = std::make_shared<Dataset>(load_mnist_split(dir, split, config.limit));
     } catch (const Error& e) {
         const std::string what = e.what();
         if (what.rfind("cannot find ", 0) != 0) throw;

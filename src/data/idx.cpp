@@ -152,12 +152,16 @@ std::string join_dims(const std::vector<int64_t>& dims) {
 
 // The dimensions and elements of one IDX file of unsigned bytes.
 struct IdxData {
-    std::vector<int64_t> dims;
+    std::vector<int64_t> dims;  // dims[0] counts the records kept
     std::vector<uint8_t> data;
+    int64_t records = 0;        // the records the header declares
 };
 
 // Reads an IDX file whose magic must be `magic`; `what` ("images", "labels") is for messages.
-IdxData read_idx(const std::string& path, uint32_t magic, const char* what) {
+// Only the first `max_records` records along the first dimension are kept (0: all), so that a
+// run on the first N images does not hold the whole file at its peak; the rest is still read
+// (gzip) or measured (raw), so a truncated or corrupt file is an error either way.
+IdxData read_idx(const std::string& path, uint32_t magic, const char* what, int64_t max_records) {
     IdxStream in(path);
     const int ndim = int(magic & 0xff);
     const uint64_t header_bytes = 4 + 4 * uint64_t(ndim);
@@ -182,6 +186,7 @@ IdxData read_idx(const std::string& path, uint32_t magic, const char* what) {
         idx.dims.push_back(int64_t{big_endian_u32(dim)});
     }
     const std::string shape = join_dims(idx.dims);
+    idx.records = idx.dims[0];
     const std::optional<int64_t> count = element_count(idx.dims);
     NORMNET_CHECK(count.has_value(), path, ": header dimensions ", shape, " overflow 64 bits");
     const uint64_t n = uint64_t(*count);
@@ -204,15 +209,31 @@ IdxData read_idx(const std::string& path, uint32_t magic, const char* what) {
     // buffer grow only as data really arrives, so a lying header or trailer cannot make us allocate
     // for data the file does not have.
     const bool size_trusted = !in.gzip || in.gzip_isize == uint32_t(header_bytes + n);
-    if (size_trusted) idx.data.reserve(size_t(in.gzip ? std::min(n, in.file_size * kReserveRatio) : n));
-    while (idx.data.size() < n) {
-        const size_t done = idx.data.size();
-        const size_t want = size_t(std::min<uint64_t>(n - done, kChunk));
-        idx.data.resize(done + want);
-        const size_t got = in.read(idx.data.data() + done, want);
+    uint64_t keep = n;
+    if (max_records > 0 && max_records < idx.dims[0]) {
+        keep = n / uint64_t(idx.dims[0]) * uint64_t(max_records);  // n > 0 here: dims[0] > max_records > 0
+        idx.dims[0] = max_records;
+    }
+    if (size_trusted) idx.data.reserve(size_t(in.gzip ? std::min(keep, in.file_size * kReserveRatio) : keep));
+    std::vector<uint8_t> skipped;  // scratch for the records read past and dropped
+    for (uint64_t done = 0; done < n;) {
+        const size_t want = size_t(std::min<uint64_t>(done < keep ? keep - done : n - done, kChunk));
+        uint8_t* dst = nullptr;
+        if (done < keep) {
+            idx.data.resize(size_t(done) + want);
+            dst = idx.data.data() + done;
+        } else if (!in.gzip) {
+            break;  // the file's size was checked against the header: nothing left to verify
+        } else {
+            skipped.resize(want);
+            dst = skipped.data();
+        }
+        const size_t got = in.read(dst, want);
         NORMNET_CHECK(got == want, path, ": truncated: header declares ", n, " bytes of data (", shape, ") but the ",
               in.gzip ? "gzip stream" : "file", " ends after ", done + got);
+        done += want;
     }
+    if (keep < n && !in.gzip) return idx;
     // Reading one byte past the data also makes zlib check the gzip trailer's CRC and length.
     uint8_t extra;
     NORMNET_CHECK(in.read(&extra, 1) == 0, path, ": trailing data after the ", n, " bytes of data (", shape,
@@ -231,25 +252,39 @@ std::string find_raw_or_gz(const std::string& dir, const std::string& base) {
     fail("cannot find ", raw.string(), " or ", gz.string());
 }
 
-}  // namespace
-
-ImageSet read_idx_images(const std::string& path) {
-    IdxData idx = read_idx(path, kImagesMagic, "images");
+ImageSet image_set(IdxData idx) {
     return ImageSet{.count = idx.dims[0], .rows = idx.dims[1], .cols = idx.dims[2], .pixels = std::move(idx.data)};
 }
 
-std::vector<uint8_t> read_idx_labels(const std::string& path) {
-    return read_idx(path, kLabelsMagic, "labels").data;
+void check_max_count(const char* where, int64_t max_count) {
+    NORMNET_CHECK(max_count >= 0, where, ": max_count must be >= 0 (0: all), got ", max_count);
 }
 
-Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path, int num_classes) {
+}  // namespace
+
+ImageSet read_idx_images(const std::string& path, int64_t max_count) {
+    check_max_count("read_idx_images", max_count);
+    return image_set(read_idx(path, kImagesMagic, "images", max_count));
+}
+
+std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t max_count) {
+    check_max_count("read_idx_labels", max_count);
+    return read_idx(path, kLabelsMagic, "labels", max_count).data;
+}
+
+Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path, int num_classes,
+                         int64_t max_count) {
     NORMNET_CHECK(num_classes >= 1 && num_classes <= 256, "load_idx_dataset: num_classes must be in [1, 256], got ",
           num_classes);
     Dataset ds;
-    ds.labels = read_idx_labels(labels_path);  // the small file first: its errors surface at once
-    ds.images = read_idx_images(images_path);
-    NORMNET_CHECK(int64_t(ds.labels.size()) == ds.images.count, images_path, " has ", ds.images.count, " images but ",
-          labels_path, " has ", ds.labels.size(), " labels");
+    check_max_count("load_idx_dataset", max_count);
+    // The small file first: its errors surface at once. The counts compared are the headers'.
+    IdxData labels = read_idx(labels_path, kLabelsMagic, "labels", max_count);
+    IdxData images = read_idx(images_path, kImagesMagic, "images", max_count);
+    NORMNET_CHECK(labels.records == images.records, images_path, " has ", images.records, " images but ", labels_path,
+          " has ", labels.records, " labels");
+    ds.labels = std::move(labels.data);
+    ds.images = image_set(std::move(images));
     const auto bad = std::find_if(ds.labels.begin(), ds.labels.end(), [&](uint8_t y) { return y >= num_classes; });
     if (bad != ds.labels.end())
         fail(labels_path, ": label ", int(*bad), " at index ", bad - ds.labels.begin(), " is out of range for ",
@@ -259,13 +294,13 @@ Dataset load_idx_dataset(const std::string& images_path, const std::string& labe
     return ds;
 }
 
-Dataset load_mnist_split(const std::string& dir, const std::string& split) {
+Dataset load_mnist_split(const std::string& dir, const std::string& split, int64_t max_count) {
     NORMNET_CHECK(split == "train" || split == "test", "load_mnist_split: unknown split \"", split,
           "\", expected \"train\" or \"test\"");
     const std::string prefix = split == "train" ? "train" : "t10k";
     const std::string images = find_raw_or_gz(dir, prefix + "-images-idx3-ubyte");
     const std::string labels = find_raw_or_gz(dir, prefix + "-labels-idx1-ubyte");
-    Dataset ds = load_idx_dataset(images, labels);
+    Dataset ds = load_idx_dataset(images, labels, 10, max_count);
     // "data/mnist/" -> "mnist/train": short enough for logs, still says which dataset it is.
     fs::path folder = fs::path(dir).lexically_normal();
     if (!folder.has_filename()) folder = folder.parent_path();
