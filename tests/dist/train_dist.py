@@ -115,7 +115,7 @@ class Runner:
     def run(self, world, out, extra, timeout=120, env=None, check=True):
         cmd = self.train_args(out, extra)
         if world:
-            cmd = self.mpirun(world) + (["-x", "NORMNET_TEST_PERTURB"] if env and "NORMNET_TEST_PERTURB" in env else []) + cmd
+            cmd = self.mpirun(world) + [a for k in (env or {}) if k.startswith("NORMNET_") for a in ("-x", k)] + cmd
         full_env = dict(os.environ, **(env or {}))
         start = time.monotonic()
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
@@ -222,8 +222,10 @@ def case_eval(r):
 
 
 def case_check_replicas(r):
+    # With the allreduce (NORMNET_DIST_SHARD=0): the sharded step copies every shard from its owner
+    # after each update, so a perturbed replica is made whole again at its first step.
     p, seconds = r.run(2, "c", ["--limit", "1000", "--epochs", "1", "--check-replicas", "5"], timeout=60,
-                       env={"NORMNET_TEST_PERTURB": "1:2.weight"}, check=False)
+                       env={"NORMNET_TEST_PERTURB": "1:2.weight", "NORMNET_DIST_SHARD": "0"}, check=False)
     print(f"check-replicas: exit {p.returncode} after {seconds:.1f} s: {p.stderr.strip().splitlines()[0]}")
     if p.returncode == 0 or "rank 1's parameter 2.weight differs from rank 0's" not in p.stderr:
         fail(f"a perturbed rank was not reported:\n{p.stderr}")
