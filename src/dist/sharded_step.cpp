@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
 
 #include "normnet/dist.hpp"
 
@@ -174,8 +175,10 @@ void GradientAllReduce::gather_optimizer_state(Optimizer& optimizer) const {
         int64_t offset = 0;
         for (const auto& [name, p] : params) {
             const int64_t n = p.numel();
-            const bool ours = key.size() > name.size() + 1 && key.compare(key.size() - name.size(), name.size(), name) == 0 &&
-                              key[key.size() - name.size() - 1] == '.' && key.rfind("step.", 0) != 0;
+            // "<kind>.<parameter name>": the kinds have no dot; "step.<name>" is a count, not state.
+            const size_t dot = key.find('.');
+            const bool ours = dot != std::string::npos && key.compare(dot + 1, std::string::npos, name) == 0 &&
+                              key.compare(0, dot, "step") != 0;
             if (ours && t.dtype() == kFloat32 && t.shape() == p.shape()) {
                 Tensor flat = t.contiguous().view({n});
                 for (int k = 0; k < w.size; ++k) {

@@ -7,6 +7,7 @@
                      gradients that are nearly zero into full-size steps (agreement ~1e-3 only).
   equivalence-cnn NORM  the same for the CNN (BatchNorm2d with --bn-sync sync)
   equivalence-vit NORM, equivalence-lstm NORM  the same for the ViT and the LSTM (N = 2; 40 steps of 32)
+  sharded            the sharded optimizer step writes the checkpoint bytes of the allreduce (N = 2, Adam)
   local              --bn-sync local: ranks bit-identical (--check-replicas 1), differs from N = 1
   uneven             a dataset not divisible by N x batch (one rank without samples) does not hang
   np1                mpirun -np 1 writes the same model as a run without mpirun
@@ -176,6 +177,21 @@ def case_equivalence(r, norm, model="mlp"):
               f"losses by {loss_gap:.2e}")
         if worst > 1e-5 or loss_gap > 1e-5:
             fail(f"{norm}: N = {world} differs from N = 1 by {worst:.2e} at {where} (losses {loss_gap:.2e})")
+
+
+def case_sharded(r):
+    # The sharded optimizer step (the default on one node) against the allreduce it replaces
+    # (NORMNET_DIST_SHARD=0), with Adam, whose state the ranks gather before a checkpoint: the
+    # same bytes in both files (N = 2: a + b in either order).
+    extra = ["--norm", "layer", "--limit", "1280", "--batch-size", "128", "--epochs", "1", "--optimizer", "adam"]
+    r.run(2, "sharded", extra)
+    r.run(2, "allreduce", extra, env={"NORMNET_DIST_SHARD": "0"})
+    for name in ("model.safetensors", "training_state.safetensors"):
+        a = open(os.path.join(r.tmp, "sharded", name), "rb").read()
+        b = open(os.path.join(r.tmp, "allreduce", name), "rb").read()
+        if a != b:
+            fail(f"sharded: {name} differs from the allreduce run's")
+    print("sharded: model and training state byte-identical to the allreduce run's (N = 2, Adam)")
 
 
 def case_local(r):
@@ -509,7 +525,7 @@ def main():
         cases = {"equivalence": lambda: case_equivalence(r, args.norm),
                  "equivalence-cnn": lambda: case_equivalence(r, args.norm, "cnn"),
                  "equivalence-vit": lambda: case_equivalence(r, args.norm, "vit"),
-                 "equivalence-lstm": lambda: case_equivalence(r, args.norm, "lstm"), "local": lambda: case_local(r),
+                 "equivalence-lstm": lambda: case_equivalence(r, args.norm, "lstm"), "local": lambda: case_local(r), "sharded": lambda: case_sharded(r),
                  "uneven": lambda: case_uneven(r), "np1": lambda: case_np1(r), "eval": lambda: case_eval(r),
                  "check-replicas": lambda: case_check_replicas(r), "bad-data": lambda: case_bad_data(r),
                  "kill": lambda: case_kill(r), "compare": lambda: case_compare(r),
