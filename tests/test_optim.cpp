@@ -705,3 +705,47 @@ TEST_CASE("optim: a state saved before per-parameter steps loads with the global
     SGD sgd(clone_params(named));
     CHECK_THROWS_WITH(sgd.load_state_dict(a.state_dict()), Catch::Contains("\"step.0.weight\""));
 }
+
+TEST_CASE("optim: a step over shards (set_shard) equals the whole step, bit for bit", "[optim][shard]") {
+    // What the sharded data-parallel step relies on: each element's update depends on that element
+    // alone, so two optimizers stepping [0, k) and [k, end) of the concatenation give the whole step.
+    const auto make = [](uint64_t seed) {
+        Generator gen(seed);
+        return std::vector<Tensor>{randn({37, 5}, gen), randn({19}, gen), randn({3, 4}, gen)};
+    };
+    const auto with_grads = [&](std::vector<Tensor> ps, int step) {
+        Generator gen(100 + static_cast<uint64_t>(step));
+        for (Tensor& p : ps) p.set_grad(randn(p.shape(), gen));
+        return ps;
+    };
+    const std::vector<Tensor> whole = make(1), low = make(1), high = make(1);
+    Adam a(whole, {.lr = 0.01, .weight_decay = 0.1}), b(low, {.lr = 0.01, .weight_decay = 0.1}),
+        c(high, {.lr = 0.01, .weight_decay = 0.1});
+    const int64_t k = 16 * 12;  // past the first tensor (185 elements), inside the second
+    b.set_shard(0, k);
+    c.set_shard(k, INT64_MAX);
+    REQUIRE(b.shard() == std::pair<int64_t, int64_t>{0, k});
+    for (int step = 0; step < 3; ++step) {
+        with_grads(whole, step), with_grads(low, step), with_grads(high, step);
+        a.step(), b.step(), c.step();
+        // As gather_parameters does: each optimizer's shard is the truth; copy it across.
+        int64_t offset = 0;
+        for (size_t i = 0; i < whole.size(); ++i) {
+            float* l = low[i].data();
+            float* h = high[i].data();
+            for (int64_t j = 0; j < whole[i].numel(); ++j) {
+                if (offset + j < k) {
+                    h[j] = l[j];
+                } else {
+                    l[j] = h[j];
+                }
+            }
+            offset += whole[i].numel();
+        }
+    }
+    for (size_t i = 0; i < whole.size(); ++i) {
+        REQUIRE(low[i].to_vector() == whole[i].to_vector());
+        REQUIRE(high[i].to_vector() == whole[i].to_vector());
+    }
+    REQUIRE_THROWS_WITH(b.set_shard(5, 2), Catch::Contains("Optimizer::set_shard: expected 0 <= begin <= end"));
+}

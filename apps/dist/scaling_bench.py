@@ -2,10 +2,12 @@
 """Data-parallel scaling of `normnet train`'s loop on this machine (a benchmark, not a test).
 
 Times the seed MLP (784-300-100-10, LayerNorm, Adam) at global batch 128 with `normnet bench`:
-one process with 2 threads against `mpirun -np 2` with 1 thread each, alternating the two
-configurations `--rounds` times so both see the same machine state, and prints samples/s, the
-milliseconds per step spent in the gradient all-reduce (which include waiting for the slower
-rank) and the scaling efficiency (N = 2 x 1 samples/s over N = 1 x 2 samples/s). Then measures
+one process with 2 threads against `mpirun -np 2` with 1 thread each (with the sharded optimizer
+step, normnet's default for ranks on one node, and with the allreduce it replaces), alternating
+the configurations `--rounds` times so all see the same machine state, and prints samples/s, the
+milliseconds per step spent in the gradient exchange (which include waiting for the slower rank),
+rank 0's phases of a step (`normnet bench --profile`) and the scaling efficiency (N = 2 x 1
+samples/s over N = 1 x 2 samples/s). Then measures
 the all-reduce cost alpha + beta * P with allreduce_bench over shared memory (vader) and over
 TCP on loopback.
 
@@ -21,15 +23,17 @@ import subprocess
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
-def bench(args, world, threads):
+def bench(args, world, threads, shard=True):
     cmd = [os.path.join(args.build, "apps/normnet/normnet"), "bench", "--norms", "layer", "--batch-sizes",
            str(args.batch), "--threads", str(threads), "--data", args.data, "--epochs", str(args.epochs),
            "--warmup-epochs", "1", "--json"]
     if args.limit:
         cmd += ["--limit", str(args.limit)]
     if world > 1:
-        cmd = MPIRUN + ["-np", str(world), "--mca", "btl", "self,vader"] + args.mpirun_args.split() + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        cmd = MPIRUN + ["-np", str(world), "--mca", "btl", "self,vader", "-x", "NORMNET_DIST_SHARD"] + \
+            args.mpirun_args.split() + cmd
+    env = dict(os.environ, NORMNET_DIST_SHARD="1" if shard else "0")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -54,21 +58,29 @@ def main():
                         "to cores by default) or '--bind-to none'")
     args = p.parse_args()
 
-    rows = {(1, 2): [], (2, 1): []}
+    # 2 x 1 twice: with the sharded optimizer step (the default on one node) and with the
+    # allreduce it replaces (NORMNET_DIST_SHARD=0).
+    configs = {"1 x 2": (1, 2, True), "2 x 1 sharded": (2, 1, True), "2 x 1 allreduce": (2, 1, False)}
+    rows = {name: [] for name in configs}
     for _ in range(args.rounds):
-        for world, threads in ((1, 2), (2, 1)):
-            rows[(world, threads)].append(bench(args, world, threads))
+        for name, (world, threads, shard) in configs.items():
+            rows[name].append(bench(args, world, threads, shard))
     print(f"seed MLP, LayerNorm, Adam, global batch {args.batch}, median of {args.epochs} epochs per run, "
           f"{args.rounds} alternating rounds (shared machine)")
-    print("| processes x threads | round | samples/s | s/epoch | allreduce ms/step |")
-    print("|---|---:|---:|---:|---:|")
-    for (world, threads), runs in rows.items():
+    print("| processes x threads | round | samples/s | s/epoch | allreduce ms/step | rank 0's ms/step: data, forward, "
+          "backward, allreduce, optimizer |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, runs in rows.items():
         for i, r in enumerate(runs):
-            print(f"| {world} x {threads} | {i + 1} | {r['samples_per_second']:.0f} | {r['median_seconds']:.3f} | "
-                  f"{r.get('allreduce_ms_per_step', 0.0):.3f} |")
-    one = statistics.median(r["samples_per_second"] for r in rows[(1, 2)])
-    two = statistics.median(r["samples_per_second"] for r in rows[(2, 1)])
-    print(f"efficiency (2 x 1 over 1 x 2, medians): {two / one:.1%} (target >= 90%)")
+            phases = r.get("phases_ms_per_step", {})
+            breakdown = ", ".join(f"{phases.get(k, 0.0):.3f}" for k in ("data", "forward", "backward", "allreduce",
+                                                                         "optimizer"))
+            print(f"| {name} | {i + 1} | {r['samples_per_second']:.0f} | {r['median_seconds']:.3f} | "
+                  f"{r.get('allreduce_ms_per_step', 0.0):.3f} | {breakdown} |")
+    one = statistics.median(r["samples_per_second"] for r in rows["1 x 2"])
+    for name in ("2 x 1 sharded", "2 x 1 allreduce"):
+        two = statistics.median(r["samples_per_second"] for r in rows[name])
+        print(f"efficiency ({name} over 1 x 2, medians): {two / one:.1%} (target >= 90%)")
     for transport in ("vader", "tcp"):
         alpha, beta, _ = allreduce_fit(args, transport)
         print(f"allreduce over {transport}, 2 ranks: alpha = {alpha:.2f} us, beta = {beta:.3f} ns per float "

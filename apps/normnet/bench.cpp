@@ -29,7 +29,17 @@ struct BenchArgs {
     int warmup = 1;
     int repeats = 3;
     bool json = false;
+    bool profile = false;
 };
+
+// Milliseconds per step of each phase between two snapshots of a trainer's StepTimes.
+nlohmann::ordered_json phases_ms(const StepTimes& before, const StepTimes& after) {
+    const double steps = static_cast<double>(std::max<int64_t>(after.steps - before.steps, 1));
+    const auto ms = [&](double StepTimes::*phase) { return 1e3 * (after.*phase - before.*phase) / steps; };
+    return {{"data", ms(&StepTimes::data)},           {"forward", ms(&StepTimes::forward)},
+            {"backward", ms(&StepTimes::backward)},   {"allreduce", ms(&StepTimes::allreduce)},
+            {"optimizer", ms(&StepTimes::optimizer)}, {"other", ms(&StepTimes::other)}};
+}
 
 // The matrix products of one epoch alone (the model's registry row lists a step's products,
 // gemm_floor.hpp runs them as conv2d and linear do): full batches, then the partial last one.
@@ -127,6 +137,7 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
             r.batch = batch;
             for (int i = 0; i < a.warmup; ++i) trainer.train_epoch();
             const double allreduce_before = trainer.seconds_in_allreduce();
+            const StepTimes times_before = trainer.step_times();
             std::vector<double> floors, ratios;
             for (int i = 0; i < a.repeats; ++i) {
                 // Alternate training and floor epochs so both see the same machine state; the
@@ -145,6 +156,7 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
             r.peak_rss = peak_rss_mb();
             const double allreduce_ms = 1e3 * (trainer.seconds_in_allreduce() - allreduce_before) /
                                         static_cast<double>(a.repeats * trainer.batches_per_epoch());
+            const nlohmann::ordered_json phases = phases_ms(times_before, trainer.step_times());
             if (!report) continue;
             if (a.json) {
                 nlohmann::ordered_json j{{"impl", "normnet"},
@@ -153,6 +165,7 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
                                          {"threads", c.threads},
                                          {"world", replicas.world},
                                          {"allreduce_ms_per_step", allreduce_ms},
+                                         {"phases_ms_per_step", phases},
                                          {"epochs_seconds", r.epochs},
                                          {"median_seconds", r.median_seconds},
                                          {"samples_per_second", r.samples_per_second},
@@ -167,6 +180,11 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
                             static_cast<long long>(batch), r.median_seconds, r.samples_per_second, r.floor_seconds,
                             r.ratio, r.peak_rss,
                             replicas.parallel() ? ("  " + std::to_string(allreduce_ms).substr(0, 6) + " ms").c_str() : "");
+            }
+            if (a.profile && !a.json) {
+                std::printf("  ms per step (rank 0):");
+                for (const auto& [phase, ms] : phases.items()) std::printf(" %s %.3f", phase.c_str(), ms.get<double>());
+                std::printf("\n");
             }
             std::fflush(stdout);
         }
@@ -192,6 +210,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
+    cmd->add_flag("--profile", a->profile,
+                  "Also print rank 0's milliseconds per step in data, forward, backward, allreduce, optimizer and "
+                  "other (always in --json)");
     add_bench_lm_options(*cmd);  // --model lm: bench_lm.hpp
     cmd->callback([a, cmd] {
         if (a->model.type == "lm") return run_bench_lm(*cmd);

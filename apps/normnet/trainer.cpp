@@ -202,6 +202,12 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
         dist::broadcast_module(*model_);
         if (config_.bn_sync == "sync") dist::convert_sync_batchnorm(*model_);
         reduce_ = std::make_unique<dist::GradientAllReduce>(model_->parameters(), 4);  // + StepSums
+        // Ranks on one node split the optimizer's step (dist.hpp); clipping and --on-nan skip
+        // look at the whole gradient, so they keep the allreduce. NORMNET_DIST_SHARD=0 turns it off.
+        const char* shard = std::getenv("NORMNET_DIST_SHARD");
+        if (config_.clip == 0 && config_.on_nan != "skip" && !(shard && std::string(shard) == "0")) {
+            sharded_ = reduce_->shard_optimizer(*optimizer_);
+        }
         perturb_for_test(*model_, replicas_.rank);
     }
     scheduler_ = std::make_unique<LRScheduler>(*optimizer_, schedule_options(config_, loader_.num_batches()));
@@ -228,8 +234,10 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     optimizer_->zero_grad();
     auto it = loader_.begin();
     for (int64_t i = 0; i < progress_.batch; ++i) ++it;  // resumed inside the epoch: pass the batches done
+    lap_start_ = std::chrono::steady_clock::now();
     for (; it != loader_.end(); ++it) {
         const Batch& batch = *it;
+        lap(times_.data);
         Tensor logits;
         float value = 0.0f;
         bool ok = true;
@@ -254,9 +262,11 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
             // finite loss only where it is cheap to see (clipping computes the norm anyway) or asked
             // for (--on-nan skip); with --on-nan stop, the weights are checked before every save.
             value = loss.item();
+            lap(times_.forward);
             ok = std::isfinite(value) || reject("loss", value);
             if (ok) {
                 loss.backward();
+                lap(times_.backward);
                 if (config_.clip > 0) {
                     const double norm = clip_grad_norm(params, config_.clip);
                     ok = std::isfinite(norm) || reject("gradient norm", norm);
@@ -267,6 +277,11 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         }
         if (ok) {
             optimizer_->step_and_zero_grad();
+            lap(times_.optimizer);
+            if (sharded_) {
+                reduce_->gather_parameters();
+                lap(times_.allreduce);
+            }
             if (!reduce_) {
                 progress_.loss_sum += static_cast<double>(value) * static_cast<double>(batch.size());
                 if (batch.size() > 0) progress_.correct += count_correct(logits, batch.labels);
@@ -280,6 +295,8 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
         ++progress_.batch;
         if (replicas_.check_every > 0 && scheduler_->position() % replicas_.check_every == 0) check_replicas();
         if (on_batch) on_batch(progress_.batch, batches, progress_.seen ? progress_.mean_loss() : NAN);
+        ++times_.steps;
+        lap(times_.other);
         if (stop && progress_.batch < batches && (reduce_ ? stop_here : stop())) {
             progress_.seconds = elapsed();
             return progress_;
@@ -314,6 +331,7 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
         metrics[0] = value * static_cast<float>(batch.size());
         metrics[1] = static_cast<float>(count_correct(logits, batch.labels));
         const double share = loader_.share(progress_.batch);
+        lap(times_.forward);
         if (std::isfinite(value)) {
             objective = loss * static_cast<float>(share);
         } else if (skip_mode) {
@@ -326,12 +344,15 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
         objective = model_->forward(batch.inputs).sum();  // over no rows: 0, but through every BatchNorm
     }
     if (objective.defined()) objective.backward();
-    reduce_->all_reduce(1.0f, metrics);
+    lap(times_.backward);
+    sharded_ ? reduce_->reduce_shard(1.0f, metrics) : reduce_->all_reduce(1.0f, metrics);
+    lap(times_.allreduce);
     sums.loss_sum = metrics[0];
     sums.correct = static_cast<int64_t>(metrics[1]);
     sums.seen = static_cast<int64_t>(metrics[2]);
     sums.stop = metrics[3] > 0;
-    // From here every rank holds the same gradients, so they all make the same decisions.
+    // From here every rank holds the same gradients (all of them: clipping and skipping keep the
+    // allreduce, not the sharded step), so they all make the same decisions.
     if (config_.clip > 0) {
         const double norm = clip_grad_norm(params, config_.clip);
         if (!std::isfinite(norm)) {
@@ -343,6 +364,12 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
         return gradients_finite(params);
     }
     return true;
+}
+
+void Trainer::lap(double& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phase += std::chrono::duration<double>(now - lap_start_).count();
+    lap_start_ = now;
 }
 
 void Trainer::average_running_stats() const {
@@ -441,6 +468,7 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     // sums already are every rank's), then rank 0 writes (atomically, as one process would)
     // while the others wait for it.
     average_running_stats();
+    if (sharded_) reduce_->gather_optimizer_state(*optimizer_);  // each rank stepped one shard of it
     const EpochProgress& progress = progress_;
     if (!replicas_.leader()) {
         dist::barrier();

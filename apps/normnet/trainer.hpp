@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -71,6 +72,14 @@ using BatchCallback = std::function<void(int64_t batch, int64_t batches, double 
 /// Asked after each training batch: true stops the epoch there (it can be resumed from that point).
 using StopCheck = std::function<bool()>;
 
+/// Wall seconds of the training loop's phases, summed over steps (steady_clock around each; for
+/// `normnet bench --profile`). allreduce is the whole gradient all-reduce call (packing, waiting
+/// for the slowest rank, MPI); optimizer the step, clipping and the finite checks included.
+struct StepTimes {
+    double data = 0, forward = 0, backward = 0, allreduce = 0, optimizer = 0, other = 0;
+    int64_t steps = 0;
+};
+
 class Trainer {
 public:
     /// Under mpirun, `replicas` makes this process one replica of a data-parallel run: it
@@ -108,6 +117,8 @@ public:
     const Replicas& replicas() const { return replicas_; }
     /// Seconds spent in the gradient all-reduce so far (0 in one process).
     double seconds_in_allreduce() const { return reduce_ ? reduce_->seconds_in_allreduce() : 0.0; }
+    /// The phases of every training step so far.
+    const StepTimes& step_times() const { return times_; }
     /// The metrics of every finished epoch, from the first (also those before a resume).
     const std::vector<EpochMetrics>& history() const { return history_; }
     std::vector<EpochMetrics>& history() { return history_; }
@@ -127,6 +138,7 @@ private:
     RunConfig config_;
     Replicas replicas_;
     std::unique_ptr<dist::GradientAllReduce> reduce_;  // world > 1 only
+    bool sharded_ = false;                              // reduce_ runs the sharded step
     std::shared_ptr<const Dataset> train_, test_;
     std::shared_ptr<Module> model_;
     std::unique_ptr<Optimizer> optimizer_;
@@ -135,6 +147,9 @@ private:
     int64_t epochs_done_ = 0;
     EpochProgress progress_;
     std::vector<EpochMetrics> history_;
+    StepTimes times_;
+    std::chrono::steady_clock::time_point lap_start_;
+    void lap(double& phase);  // adds the time since the last lap to phase
 };
 
 /// Loss, accuracy and confusion matrix of `model` (of `classes` outputs) in eval mode over `data`;

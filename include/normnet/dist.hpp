@@ -22,6 +22,7 @@
 
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
+#include "normnet/optim.hpp"
 #include "normnet/tensor.hpp"
 
 namespace normnet::dist {
@@ -78,11 +79,44 @@ public:
     /// Seconds spent inside the MPI call, summed over all calls (for benchmarks).
     double seconds_in_allreduce() const { return seconds_; }
 
+    /// The sharded step (collective; every rank calls it with its optimizer over the same
+    /// parameters, in the same order as this reduction's): when every rank runs on one node, the
+    /// flat buffer gets a twin in MPI-3 shared memory (MPI_Win_allocate_shared) and each rank
+    /// owns a contiguous shard of the parameters' concatenation, about 1/N of it, on which alone
+    /// its optimizer steps (Optimizer::set_shard). A step is then reduce_shard(), the optimizer
+    /// step, gather_parameters(): each rank sums the ranks' gradients of its shard only, straight
+    /// from shared memory, updates it, and copies the other shards' new values from their owners,
+    /// so the ranks stay bit-identical with 1/N of the optimizer's work each and no allreduce.
+    /// The update of an element depends only on that element, so elementwise optimizers (all of
+    /// normnet's) give the same parameters as unsharded. False (and nothing changes: use
+    /// all_reduce) with one process, ranks on several nodes, or an optimizer over other tensors.
+    bool shard_optimizer(Optimizer& optimizer);
+    bool sharded() const { return window_ != nullptr; }
+    /// After backward, instead of all_reduce: this rank's shard of every .grad holds the sum over
+    /// the ranks (scaled as all_reduce's), the rest of each .grad zeros; `values` are summed as
+    /// all_reduce's. Then step the optimizer and call gather_parameters().
+    void reduce_shard(float scale, std::span<float> values);
+    /// After the optimizer's step: every parameter takes the new values of each shard from its owner.
+    void gather_parameters();
+    /// Every rank's optimizer state takes each shard's values from its owner (so that any rank
+    /// can save all of it: before a checkpoint). Collective.
+    void gather_optimizer_state(Optimizer& optimizer) const;
+
+    ~GradientAllReduce();
+    GradientAllReduce(const GradientAllReduce&) = delete;
+    GradientAllReduce& operator=(const GradientAllReduce&) = delete;
+
 private:
+    void pack(float scale, std::span<const float> values);  // the gradients (scaled) and values into flat_
+    void bind_gradients();                                   // every .grad a view of its slot of flat_
     std::vector<Tensor> params_;
     int64_t metrics_ = 0;
     Tensor flat_;
     double seconds_ = 0.0;
+    // The sharded step: a shared segment per rank ([gradients, metrics | parameters]), their
+    // addresses, and the shards' boundaries in the parameters' concatenation.
+    struct Window;
+    Window* window_ = nullptr;
 };
 
 /// Batch normalisation in training with statistics over every rank's batch (torch.nn.SyncBatchNorm's

@@ -184,6 +184,13 @@ public:
     int64_t param_step(size_t i) const { return param_steps_[i]; }
     /// The optimized parameters with their names, group after group.
     const NamedTensors& params() const { return params_; }
+    /// For a data-parallel step with the update sharded over the ranks (dist::GradientAllReduce::
+    /// reduce_shard): step() updates only the elements [begin, end) of the concatenation of params()
+    /// (in order); the others and their state stay as they are (the other ranks update them). Step
+    /// counts advance as without a shard. Supported by the elementwise optimizers (all of normnet's).
+    void set_shard(int64_t begin, int64_t end);
+    /// The shard set by set_shard, [0, INT64_MAX) by default (everything).
+    std::pair<int64_t, int64_t> shard() const { return shard_; }
 
     /// Number of parameter groups (1 for the single-list constructors).
     size_t num_param_groups() const { return groups_.size(); }
@@ -272,6 +279,7 @@ private:
     int64_t step_count_ = 0;
     std::vector<int64_t> param_steps_;
     bool counts_param_steps_ = false;
+    std::pair<int64_t, int64_t> shard_{0, INT64_MAX};
 };
 
 /// Stochastic gradient descent with optional momentum, dampening, Nesterov and L2 weight decay

@@ -188,18 +188,26 @@ void GradientAllReduce::all_reduce(float scale) {
 void GradientAllReduce::all_reduce(float scale, std::span<float> values) {
     NORMNET_CHECK(static_cast<int64_t>(values.size()) == metrics_, "GradientAllReduce::all_reduce: expected ", metrics_,
                   " metric values, got ", values.size());
+    pack(scale, values);
+    const auto start = std::chrono::steady_clock::now();
+    dist::all_reduce(flat_);
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    bind_gradients();
+    std::copy_n(flat_.data() + (flat_.numel() - metrics_), metrics_, values.begin());
+}
+
+void GradientAllReduce::pack(float scale, std::span<const float> values) {
     // After the first call every parameter's .grad is a view of its slot in the flat buffer (as
     // DDP's gradient_as_bucket_view), so backward accumulates straight into the buffer and a
     // step copies nothing; a gradient that is not (the first step, one set to none by
     // zero_grad(), one replaced by the caller) is copied in once and the view bound again.
     float* flat = flat_.data();
-    const auto in_place = [&](const Tensor& g, int64_t at) { return g.defined() && g.is_contiguous() && g.data() == flat + at; };
     int64_t at = 0;
     for (const Tensor& p : params_) {
         const Tensor g = p.grad();
         const int64_t n = p.numel();
         float* slot = flat + at;
-        if (in_place(g, at)) {
+        if (g.defined() && g.is_contiguous() && g.data() == slot) {
             if (scale != 1.0f) {
                 for (int64_t i = 0; i < n; ++i) slot[i] *= scale;
             }
@@ -213,16 +221,18 @@ void GradientAllReduce::all_reduce(float scale, std::span<float> values) {
         at += n;
     }
     std::copy(values.begin(), values.end(), flat + at);  // the metrics ride at the end
-    const auto start = std::chrono::steady_clock::now();
-    dist::all_reduce(flat_);
-    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    at = 0;
+}
+
+void GradientAllReduce::bind_gradients() {
+    int64_t at = 0;
     for (const Tensor& p : params_) {
         const int64_t n = p.numel();
-        if (!in_place(p.grad(), at)) p.set_grad(flat_.narrow(0, at, n).view(p.shape()));
+        const Tensor g = p.grad();
+        if (!(g.defined() && g.is_contiguous() && g.data() == flat_.data() + at)) {
+            p.set_grad(flat_.narrow(0, at, n).view(p.shape()));
+        }
         at += n;
     }
-    std::copy_n(flat + at, metrics_, values.begin());
 }
 
 void abort_job(int code) {

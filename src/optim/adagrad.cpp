@@ -106,7 +106,7 @@ void Adagrad::step() {
         if (grad == nullptr) return;
         const detail::AdagradScalars s = detail::adagrad_scalars(options(param_group_of(i)), param_step(i));
         detail::adagrad_update(params()[i].second.data() + b, sums[i].data() + b, grad + b, e - b, s);
-    });
+    }, shard());
 }
 
 }  // namespace normnet

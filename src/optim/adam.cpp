@@ -246,7 +246,7 @@ void adam_step(const Optimizer& opt, std::vector<Tensor>& exp_avg, std::vector<T
             zero_grad ? detail::adam_update_and_zero_grad(p, m, v, grad + b, e - b, s)
                       : detail::adam_update(p, m, v, grad + b, e - b, s);
         }
-    });
+    }, opt.shard());
 }
 
 }  // namespace

@@ -190,6 +190,12 @@ int Optimizer::add_state(const std::string& prefix, bool (*needed)(const ParamGr
     return static_cast<int>(states_.size() - 1);
 }
 
+void Optimizer::set_shard(int64_t begin, int64_t end) {
+    NORMNET_CHECK(0 <= begin && begin <= end, "Optimizer::set_shard: expected 0 <= begin <= end, got [", begin, ", ",
+                  end, ")");
+    shard_ = {begin, end};
+}
+
 float* Optimizer::grad_data(size_t i) const {
     const Tensor& p = params_[i].second;
     const auto& grad = p.impl().grad;

@@ -125,7 +125,7 @@ void RMSprop::step() {
                                o.centered ? grad_avg[i].data() + b : nullptr,
                                o.momentum > 0.0 ? buffers[i].data() + b : nullptr, grad + b, e - b,
                                detail::rmsprop_scalars(o));
-    });
+    }, shard());
 }
 
 }  // namespace normnet

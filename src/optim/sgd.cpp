@@ -114,7 +114,7 @@ void SGD::step() {
         const SGDOptions o = options(param_group_of(i));
         detail::sgd_update(params()[i].second.data() + b, o.momentum != 0.0 ? buffers[i].data() + b : nullptr, grad + b,
                            e - b, detail::sgd_scalars(o, o.lr, false));
-    });
+    }, shard());
 }
 
 }  // namespace normnet

@@ -113,6 +113,61 @@ int main() {
             }
         }
     }
+    // The sharded step (ranks on one node: here always) gives the parameters and optimizer state of
+    // the allreduce and a whole step on every rank: bit for bit with 2 ranks (a + b either way), to
+    // rounding with 4 (MPI's allreduce may sum in another order); and the ranks stay identical.
+    Sequential whole = make_model(100), split = make_model(100);
+    Adam adam_whole(whole.named_parameters()), adam_split(split.named_parameters());
+    dist::GradientAllReduce reduce_whole(whole.parameters(), 1), reduce_split(split.parameters(), 1);
+    require(reduce_split.shard_optimizer(adam_split) && reduce_split.sharded(), "shard_optimizer on one node");
+    const auto [first, last] = adam_split.shard();
+    int64_t total = 0;
+    for (const Tensor& t : split.parameters()) total += t.numel();
+    int64_t owned = last - first;
+    Tensor owned_sum = full({1}, static_cast<double>(owned), kInt64);
+    dist::all_reduce(owned_sum);
+    require(first < last && last <= total && owned_sum.to_vector<int64_t>()[0] == total, "the shards cover the parameters");
+    for (int step = 0; step < 3; ++step) {
+        const float share = static_cast<float>(end - begin) / static_cast<float>(global);
+        float value_whole[1] = {1.0f}, value_split[1] = {1.0f};
+        if (end > begin) {
+            cross_entropy(whole(x.narrow(0, begin, end - begin)), y.narrow(0, begin, end - begin)).backward();
+            cross_entropy(split(x.narrow(0, begin, end - begin)), y.narrow(0, begin, end - begin)).backward();
+        }
+        reduce_whole.all_reduce(share, value_whole);
+        reduce_split.reduce_shard(share, value_split);
+        require(value_split[0] == static_cast<float>(world), "reduce_shard sums the metric slots");
+        adam_whole.step_and_zero_grad();
+        adam_split.step_and_zero_grad();
+        reduce_split.gather_parameters();
+    }
+    reduce_split.gather_optimizer_state(adam_split);
+    const auto agree = [&](const NamedTensors& a, const NamedTensors& e, const std::string& what) {
+        for (size_t k = 0; k < a.size(); ++k) {
+            const std::vector<float> u = a[k].second.to_vector(), v = e[k].second.to_vector();
+            for (size_t j = 0; j < u.size(); ++j) {
+                require(world == 2 ? u[j] == v[j] : std::abs(u[j] - v[j]) <= 1e-6f + 1e-5f * std::abs(v[j]),
+                        what + " " + a[k].first + " element " + std::to_string(j) + ": " + std::to_string(u[j]) +
+                            " sharded vs " + std::to_string(v[j]));
+            }
+        }
+    };
+    agree(split.named_parameters(), whole.named_parameters(), "sharded step: parameter");
+    NamedTensors state_split, state_whole;
+    for (const auto& kv : adam_split.state_dict()) {
+        if (kv.first.rfind("exp_avg", 0) == 0) state_split.push_back(kv);
+    }
+    for (const auto& kv : adam_whole.state_dict()) {
+        if (kv.first.rfind("exp_avg", 0) == 0) state_whole.push_back(kv);
+    }
+    require(state_split.size() == 2 * p.size(), "Adam's moments in the state");
+    agree(state_split, state_whole, "sharded step, after gather_optimizer_state: state");
+    for (const Tensor& t : split.parameters()) {
+        const Tensor all = dist::all_gather(t);
+        for (int r = 1; r < world; ++r) {
+            require(all.select(0, r).to_vector() == all.select(0, 0).to_vector(), "sharded step: ranks identical");
+        }
+    }
     if (g_rank == 0) std::printf("dist_test: %d ranks: collectives, broadcast_module and a data-parallel step ok\n", world);
     return 0;
 }
