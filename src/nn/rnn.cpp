@@ -1,5 +1,5 @@
-// LSTM, GRU and LayerNormLSTM: PyTorch's per-layer weights and layout, each LSTM/GRU layer one
-// fused op over the whole sequence; LayerNormLSTM composed of differentiable ops step by step.
+// LSTM, GRU and LayerNormLSTM: PyTorch's per-layer weights and layout, each layer one fused op
+// over the whole sequence (lstm_layer, gru_layer, layer_norm_lstm_layer).
 #include "normnet/nn/rnn.hpp"
 
 #include <cmath>
@@ -127,48 +127,16 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LayerNormLSTM::forward(const Tens
                                                                       const std::tuple<Tensor, Tensor>& hx,
                                                                       const Tensor& lengths) {
     Tensor x = to_batch_first(input);
-    const int64_t N = x.size(0), T = x.size(1), H = options_.hidden_size;
-    // keep[t]: [N, 1], 1 where step t is within the sample's length (masks only with lengths).
-    std::vector<Tensor> keep;
-    if (lengths.defined()) {
-        NORMNET_CHECK((lengths.dtype() == kInt64 && lengths.shape() == Shape{N}), "LayerNormLSTM: lengths must be int64 [",
-                      N, "], got ", lengths.dtype(), " ", lengths.shape());
-        const Tensor l = lengths.contiguous();
-        for (int64_t n = 0; n < N; ++n) {
-            const int64_t v = l.data_ptr<int64_t>()[n];
-            NORMNET_CHECK(v >= 1 && v <= T, "LayerNormLSTM: length ", v, " of sample ", n, " is not in [1, ", T, "]");
-        }
-        for (int64_t t = 0; t < T; ++t) {
-            Tensor m = empty({N, 1});
-            for (int64_t n = 0; n < N; ++n) m.data()[n] = l.data_ptr<int64_t>()[n] > t ? 1.0f : 0.0f;
-            keep.push_back(m);
-        }
-    }
+    const int64_t N = x.size(0);
     std::vector<Tensor> h_n, c_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
-        Tensor h = initial(std::get<0>(hx), k, N, "h0"), c = initial(std::get<1>(hx), k, N, "c0");
-        if (!h.defined()) h = zeros({N, H});
-        if (!c.defined()) c = zeros({N, H});
-        const Tensor gx = ln_ih[k]->forward(linear(x, weight_ih[k]));  // [N, T, 4H], every step at once
-        std::vector<Tensor> outs;
-        for (int64_t t = 0; t < T; ++t) {
-            const Tensor g = gx.select(1, t) + ln_hh[k]->forward(linear(h, weight_hh[k]));
-            const Tensor i = sigmoid(g.narrow(1, 0, H)), f = sigmoid(g.narrow(1, H, H));
-            const Tensor gg = tanh(g.narrow(1, 2 * H, H)), o = sigmoid(g.narrow(1, 3 * H, H));
-            const Tensor c_new = f * c + i * gg;
-            const Tensor h_new = o * tanh(ln_c[k]->forward(c_new));
-            if (keep.empty()) {
-                h = h_new, c = c_new;
-                outs.push_back(h_new);
-            } else {  // past its length a sample keeps its state and outputs zeros
-                const Tensor& m = keep[t];
-                h = h + m * (h_new - h), c = c + m * (c_new - c);
-                outs.push_back(h_new * m);
-            }
-        }
-        h_n.push_back(h);
+        Tensor c;
+        x = layer_norm_lstm_layer(x, initial(std::get<0>(hx), k, N, "h0"), initial(std::get<1>(hx), k, N, "c0"),
+                                  weight_ih[k], weight_hh[k], ln_ih[k]->weight, ln_ih[k]->bias, ln_hh[k]->weight,
+                                  ln_c[k]->weight, ln_c[k]->bias, ln_options_.layer_norm_eps, lengths, &c);
+        h_n.push_back(last_step(x, lengths));
         c_n.push_back(c);
-        x = between_layers(stack(outs, 1), k);
+        x = between_layers(x, k);
     }
     return {from_batch_first(x), {stack(h_n), stack(c_n)}};
 }
