@@ -3,12 +3,20 @@
 #include "normnet/nn/rnn.hpp"
 
 #include <cmath>
+#include <span>
+#include <vector>
 
+#include "../pool.hpp"
 #include "normnet/ops.hpp"
 #include "repr.hpp"
 
 namespace normnet {
 namespace {
+
+// The layers' final states before they are stacked, on the small-object pool: a training step
+// allocates nothing from the heap once warmed up (tests/alloc).
+using LayerStates = std::vector<Tensor, detail::PoolAllocator<Tensor>>;
+Tensor stack_states(const LayerStates& states) { return stack(std::span<const Tensor>(states.data(), states.size())); }
 
 RNNOptions common_options(const LayerNormLSTMOptions& o) {
     return RNNOptions{o.input_size, o.hidden_size, o.num_layers, o.bias, o.batch_first, o.dropout};
@@ -79,7 +87,7 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input
                                                              const Tensor& lengths) {
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
-    std::vector<Tensor> h_n, c_n;
+    LayerStates h_n, c_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
         Tensor c;
         x = lstm_layer(x, initial(std::get<0>(hx), k, N, "h0"), initial(std::get<1>(hx), k, N, "c0"), weight_ih[k],
@@ -88,7 +96,7 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input
         c_n.push_back(c);
         x = between_layers(x, k);
     }
-    return {from_batch_first(x), {stack(h_n), stack(c_n)}};
+    return {from_batch_first(x), {stack_states(h_n), stack_states(c_n)}};
 }
 
 std::shared_ptr<Module> LSTM::clone() const { return clone_of(*this, options_); }
@@ -96,13 +104,13 @@ std::shared_ptr<Module> LSTM::clone() const { return clone_of(*this, options_); 
 std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0, const Tensor& lengths) {
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
-    std::vector<Tensor> h_n;
+    LayerStates h_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
         x = gru_layer(x, initial(h0, k, N, "h0"), weight_ih[k], weight_hh[k], bias_ih[k], bias_hh[k], lengths);
         h_n.push_back(last_step(x, lengths));
         x = between_layers(x, k);
     }
-    return {from_batch_first(x), stack(h_n)};
+    return {from_batch_first(x), stack_states(h_n)};
 }
 
 std::shared_ptr<Module> GRU::clone() const { return clone_of(*this, options_); }
@@ -128,7 +136,7 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LayerNormLSTM::forward(const Tens
                                                                       const Tensor& lengths) {
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
-    std::vector<Tensor> h_n, c_n;
+    LayerStates h_n, c_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
         Tensor c;
         x = layer_norm_lstm_layer(x, initial(std::get<0>(hx), k, N, "h0"), initial(std::get<1>(hx), k, N, "c0"),
@@ -138,7 +146,7 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LayerNormLSTM::forward(const Tens
         c_n.push_back(c);
         x = between_layers(x, k);
     }
-    return {from_batch_first(x), {stack(h_n), stack(c_n)}};
+    return {from_batch_first(x), {stack_states(h_n), stack_states(c_n)}};
 }
 
 }  // namespace normnet
