@@ -77,34 +77,44 @@ std::tuple<Tensor, Tensor, Tensor> composed_layer_norm_lstm(LayerNormLSTM& m, Te
 }  // namespace
 
 TEST_CASE("nn rnn: the fused LayerNormLSTM equals its composition of ops", "[nn][rnn]") {
-    const int64_t N = 5, T = 7, I = 6, H = 16, L = 2;
-    const std::vector<int64_t> len{7, 3, 5, 1, 6};
-    for (const bool bias : {true, false}) {
-        for (const bool with_lengths : {false, true}) {
-            INFO("bias " << bias << ", lengths " << with_lengths);
-            manual_seed(21);
-            LayerNormLSTM m(LayerNormLSTMOptions{.input_size = I, .hidden_size = H, .num_layers = L, .bias = bias,
-                                                 .batch_first = true});
-            for (const auto& p : m.parameters()) p.detach().add_(mul(randn(p.shape()), 0.3f));  // not 1 and 0
-            const Tensor x = randn({N, T, I}), h0 = randn({L, N, H}), c0 = randn({L, N, H});
-            const Tensor dout = randn({N, T, H}), dh = randn({L, N, H}), dc = randn({L, N, H});
-            const std::vector<int64_t> lengths = with_lengths ? len : std::vector<int64_t>{};
-            std::vector<std::vector<Tensor>> grads;
-            std::vector<Tensor> results;
-            for (const bool fused : {true, false}) {
-                m.zero_grad();
-                Tensor xl = test::leaf(x), hl = test::leaf(h0), cl = test::leaf(c0);
-                const auto [out, h_n, c_n] = fused ? run(m, xl, hl, cl, with_lengths ? test::labels_of(len) : Tensor{})
-                                                   : composed_layer_norm_lstm(m, xl, hl, cl, lengths);
-                (sum(out * dout) + sum(h_n * dh) + sum(c_n * dc)).backward();
-                results.insert(results.end(), {out.detach(), h_n.detach(), c_n.detach()});
-                std::vector<Tensor> g{xl.grad(), hl.grad(), cl.grad()};
-                for (const auto& p : m.parameters()) g.push_back(p.grad().clone());
-                grads.push_back(g);
-            }
-            for (size_t i = 0; i < 3; ++i) require_close(results[i], results[i + 3], 1e-5, "output " + std::to_string(i));
-            for (size_t i = 0; i < grads[0].size(); ++i) {
-                require_close(grads[0][i], grads[1][i], 1e-5, "gradient " + std::to_string(i));
+    const int64_t T = 7, I = 6, L = 2;
+    // Small, and 2 threads over 80 rows of 128 gates (the backward's per-thread parameter sums).
+    // The loss is a mean over the batch, as in training (a sum over 80 samples makes gradients
+    // near 100, which float rounding in either order puts 1e-4 apart).
+    for (const auto& [N, H, threads] : {std::tuple<int64_t, int64_t, int>{5, 16, 1}, {80, 32, 2}}) {
+        std::vector<int64_t> len;
+        for (int64_t n = 0; n < N; ++n) len.push_back(1 + (n * 5 + 3) % T);
+        const test::ThreadsGuard threads_guard;
+        set_num_threads(threads);
+        for (const bool bias : {true, false}) {
+            for (const bool with_lengths : {false, true}) {
+                INFO("N " << N << ", bias " << bias << ", lengths " << with_lengths);
+                manual_seed(21);
+                LayerNormLSTM m(LayerNormLSTMOptions{.input_size = I, .hidden_size = H, .num_layers = L, .bias = bias,
+                                                     .batch_first = true});
+                for (const auto& p : m.parameters()) p.detach().add_(mul(randn(p.shape()), 0.3f));  // not 1 and 0
+                const Tensor x = randn({N, T, I}), h0 = randn({L, N, H}), c0 = randn({L, N, H});
+                const float mean = 1.0f / static_cast<float>(N);
+                const Tensor dout = mul(randn({N, T, H}), mean), dh = mul(randn({L, N, H}), mean);
+                const Tensor dc = mul(randn({L, N, H}), mean);
+                const std::vector<int64_t> lengths = with_lengths ? len : std::vector<int64_t>{};
+                std::vector<std::vector<Tensor>> grads;
+                std::vector<Tensor> results;
+                for (const bool fused : {true, false}) {
+                    m.zero_grad();
+                    Tensor xl = test::leaf(x), hl = test::leaf(h0), cl = test::leaf(c0);
+                    const auto [out, h_n, c_n] = fused ? run(m, xl, hl, cl, with_lengths ? test::labels_of(len) : Tensor{})
+                                                       : composed_layer_norm_lstm(m, xl, hl, cl, lengths);
+                    (sum(out * dout) + sum(h_n * dh) + sum(c_n * dc)).backward();
+                    results.insert(results.end(), {out.detach(), h_n.detach(), c_n.detach()});
+                    std::vector<Tensor> g{xl.grad(), hl.grad(), cl.grad()};
+                    for (const auto& p : m.parameters()) g.push_back(p.grad().clone());
+                    grads.push_back(g);
+                }
+                for (size_t i = 0; i < 3; ++i) require_close(results[i], results[i + 3], 1e-5, "output " + std::to_string(i));
+                for (size_t i = 0; i < grads[0].size(); ++i) {
+                    require_close(grads[0][i], grads[1][i], 1e-5, "gradient " + std::to_string(i));
+                }
             }
         }
     }

@@ -304,8 +304,8 @@ public:
 // What the forward keeps for the backward, [N, T] rows each (row n * T + t), in one workspace:
 // the normalised products xh_ih, xh_hh [G] and cell state xh_c [H], the activations act [G]
 // (i, f, g, o), tc = tanh(LN_c(c')) [H], the states before the step h_prev, c_prev [H], and the
-// three rows' rstd [3] (ih, hh, c). Padded steps leave xh_hh, xh_c zero (the column sums of the
-// backward read them) and h_prev the carried state (dW_hh's product reads it).
+// three rows' rstd [3] (ih, hh, c). Padded steps set only h_prev (the carried state: dW_hh's
+// product reads every row; the backward skips their other values).
 struct LnLstmSaved {
     float *xh_ih, *xh_hh, *act, *xh_c, *tc, *h_prev, *c_prev, *rstd;
     static int64_t floats(int64_t rows, int64_t H) { return rows * (3 * 4 * H + 4 * H + 3); }
@@ -373,8 +373,6 @@ void ln_lstm_cell_forward(const LnLstmSaved& s, float* h_state, float* c_state, 
         std::copy_n(h, H, s.h_prev + row * H);
         if (t >= length_of(lengths, n, T)) {  // padding: the state carries over
             std::fill_n(o_row, H, 0.0f);
-            std::fill_n(xhh, G, 0.0f);
-            std::fill_n(xc, H, 0.0f);
             continue;
         }
         std::copy_n(c, H, s.c_prev + row * H);
@@ -408,11 +406,17 @@ void ln_lstm_cell_forward(const LnLstmSaved& s, float* h_state, float* c_state, 
     }
 }
 
+// The LayerNorms' parameter sums a backward chunk adds up, [3G + 2H]: ln_ih weight [G], ln_ih
+// bias [G], ln_hh weight [G], ln_c weight [H], ln_c bias [H].
+int64_t ln_lstm_sums(int64_t H) { return 3 * 4 * H + 2 * H; }
+
 // One step backward for rows [first_row, first_row + rows): from dh, dc [rows, H] (the state's
 // gradients after the step; dc becomes the one before it, dh is left for the caller to replace
-// by dq @ w_hh on valid rows) and dout (row stride T * H), writes the step's rows of dpre [G]
-// (the gate pre-activations' gradient), dq [G] (the hidden product's) and dyc [H] (LN_c's output's).
-void ln_lstm_cell_backward(float* dpre, float* dq, float* dyc, float* dh, float* dc, const float* dout,
+// by dq @ w_hh on valid rows) and dout (row stride T * H), writes the step's rows of dp [G] (the
+// input product's gradient, through LN_ih) and dq [G] (the hidden product's, through LN_hh), and
+// adds the rows' parameter sums into sums (ln_lstm_sums), all while the row is in cache. dy [H]:
+// scratch.
+void ln_lstm_cell_backward(float* dpre, float* dq, float* sums, float* dy, float* dh, float* dc, const float* dout,
                            const LnLstmSaved& s, const LnLstmParams& p, const int64_t* lengths, int64_t first_row,
                            int64_t rows, int64_t t, int64_t T, int64_t H) {
     const int64_t G = 4 * H;
@@ -420,11 +424,9 @@ void ln_lstm_cell_backward(float* dpre, float* dq, float* dyc, float* dh, float*
         const int64_t n = first_row + r, row = n * T + t;
         float* __restrict dp = dpre + row * G;
         float* __restrict dqr = dq + row * G;
-        float* __restrict dy = dyc + row * H;
         if (t >= length_of(lengths, n, T)) {
             std::fill_n(dp, G, 0.0f);
             std::fill_n(dqr, G, 0.0f);
-            std::fill_n(dy, H, 0.0f);
             continue;
         }
         const float* __restrict a = s.act + row * G;
@@ -458,27 +460,28 @@ void ln_lstm_cell_backward(float* dpre, float* dq, float* dyc, float* dh, float*
             dcr[j] = dct * f;
         }
         std::copy_n(dp, G, dqr);
-        layer_norm_row_backward(dqr, s.xh_hh + row * G, p.w_hh, rstd[1], G);
-    }
-}
-
-// sums[j] += sum over rows r of a[r, j] * (b ? b[r, j] : 1) for j in [0, n) (rows of stride n),
-// in column blocks over the threads (each column summed in row order: thread-count independent).
-void column_sums(float* sums, const float* a, const float* b, int64_t rows, int64_t n) {
-    parallel_for(n, 64, [&](int64_t j0, int64_t j1) {
-        for (int64_t r = 0; r < rows; ++r) {
-            const float* __restrict ar = a + r * n;
-            const float* __restrict br = b ? b + r * n : nullptr;
-            float* __restrict out = sums;
-            if (br) {
+        const float* __restrict xih = s.xh_ih + row * G;
+        const float* __restrict xhh = s.xh_hh + row * G;
+        const float* __restrict xc = s.xh_c + row * H;
+        float* __restrict s_ih_w = sums;
+        float* __restrict s_ih_b = sums + G;
+        float* __restrict s_hh_w = sums + 2 * G;
+        float* __restrict s_c_w = sums + 3 * G;
+        float* __restrict s_c_b = sums + 3 * G + H;
 #pragma omp simd
-                for (int64_t j = j0; j < j1; ++j) out[j] += ar[j] * br[j];
-            } else {
-#pragma omp simd
-                for (int64_t j = j0; j < j1; ++j) out[j] += ar[j];
-            }
+        for (int64_t j = 0; j < G; ++j) {
+            s_ih_w[j] += dp[j] * xih[j];
+            s_ih_b[j] += dp[j];
+            s_hh_w[j] += dp[j] * xhh[j];
         }
-    });
+#pragma omp simd
+        for (int64_t j = 0; j < H; ++j) {
+            s_c_w[j] += dy[j] * xc[j];
+            s_c_b[j] += dy[j];
+        }
+        layer_norm_row_backward(dqr, xhh, p.w_hh, rstd[1], G);
+        layer_norm_row_backward(dp, xih, p.w_ih, rstd[0], G);
+    }
 }
 
 // Inputs: 0 x, 1 h0, 2 c0, 3 w_ih, 4 w_hh, 5 ln_ih weight, 6 ln_ih bias, 7 ln_hh weight,
@@ -495,12 +498,16 @@ public:
         const int64_t* lengths = lengths_t.defined() ? lengths_t.data_ptr<int64_t>() : nullptr;
         const LnLstmSaved s(ws.data(), rows, H);
         const LnLstmParams p{g_ih.data(), nullptr, g_hh.data(), g_c.data(), nullptr, eps};
-        Tensor dpre = empty({N, T, G}), dq = empty({N, T, G}), dyc = empty({N, T, H});
+        Tensor dpre = empty({N, T, G}), dq = empty({N, T, G});
         Tensor dh = zeros({N, H}), dc = final_cell_gradient(dout, N, T, H), fresh = empty({N, H});
+        // Each chunk of rows adds its parameter sums into its own slot (and uses its own dy scratch).
+        const int64_t S = ln_lstm_sums(H), slots = pool_threads();
+        Tensor partials = zeros({slots, S}), scratch = empty({slots, H});
         for (int64_t t = T - 1; t >= 0; --t) {
-            parallel_for(N, cell_grain(G), [&](int64_t b, int64_t e) {
-                ln_lstm_cell_backward(dpre.data(), dq.data(), dyc.data(), dh.data() + b * H, dc.data() + b * H,
-                                      dout.data(), s, p, lengths, b, e - b, t, T, H);
+            parallel_for_chunks(N, cell_grain(G), [&](int chunk, int64_t b, int64_t e) {
+                ln_lstm_cell_backward(dpre.data(), dq.data(), partials.data() + chunk * S, scratch.data() + chunk * H,
+                                      dh.data() + b * H, dc.data() + b * H, dout.data(), s, p, lengths, b, e - b, t, T,
+                                      H);
             });
             gemm(false, false, N, H, G, 1.0f, dq.data() + t * G, T * G, w_hh.data(), H, 0.0f, fresh.data(), H);
             take_recurrent_gradient(dh.data(), fresh.data(), lengths, N, t, T, H);
@@ -510,29 +517,14 @@ public:
         if (const GradOut dw = grad_out(4)) {
             gemm(true, false, G, H, rows, 1.0f, dq.data(), G, s.h_prev, H, dw.beta(), dw.data, H);
         }
-        // The LayerNorms' parameters: sums over every row (padded rows add zeros).
-        Tensor sums = zeros({3 * G + 2 * H});
-        float* sum_ih_w = sums.data();
-        float* sum_ih_b = sum_ih_w + G;
-        float* sum_hh_w = sum_ih_b + G;
-        float* sum_c_w = sum_hh_w + G;
-        float* sum_c_b = sum_c_w + H;
-        column_sums(sum_ih_w, dpre.data(), s.xh_ih, rows, G);
-        column_sums(sum_ih_b, dpre.data(), nullptr, rows, G);
-        column_sums(sum_hh_w, dpre.data(), s.xh_hh, rows, G);
-        column_sums(sum_c_w, dyc.data(), s.xh_c, rows, H);
-        column_sums(sum_c_b, dyc.data(), nullptr, rows, H);
-        if (const GradOut g = grad_out(5)) g.store(sum_ih_w, G);
-        if (const GradOut g = grad_out(6)) g.store(sum_ih_b, G);
-        if (const GradOut g = grad_out(7)) g.store(sum_hh_w, G);
-        if (const GradOut g = grad_out(8)) g.store(sum_c_w, H);
-        if (const GradOut g = grad_out(9)) g.store(sum_c_b, H);
-        // The input product's gradient through LN_ih, in place of dpre (every row, padded ones zero).
-        parallel_for(rows, cell_grain(G), [&](int64_t b, int64_t e) {
-            for (int64_t r = b; r < e; ++r) {
-                layer_norm_row_backward(dpre.data() + r * G, s.xh_ih + r * G, p.w_ih, s.rstd[r * 3], G);
-            }
-        });
+        float* sums = partials.data();
+        for (int64_t k = 1; k < slots; ++k) {
+            for (int64_t j = 0; j < S; ++j) sums[j] += sums[k * S + j];
+        }
+        const int64_t offsets[] = {0, G, 2 * G, 3 * G, 3 * G + H}, sizes[] = {G, G, G, H, H};
+        for (int k = 0; k < 5; ++k) {
+            if (const GradOut g = grad_out(5 + k)) g.store(sums + offsets[k], sizes[k]);
+        }
         input_projection_backward(*this, dpre, x, w_ih, rows, I, G, 0, 3, -1);
     }
 };
