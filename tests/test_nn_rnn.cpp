@@ -36,8 +36,89 @@ std::tuple<Tensor, Tensor, Tensor> run(RNNBase& m, const Tensor& x, const Tensor
     return {out, std::get<0>(s), std::get<1>(s)};
 }
 
+// LayerNormLSTM as it was first written, composed of differentiable ops step by step: the naive
+// reference of the fused layer_norm_lstm_layer. x batch-first [N, T, I]; h0, c0 [L, N, H].
+std::tuple<Tensor, Tensor, Tensor> composed_layer_norm_lstm(LayerNormLSTM& m, Tensor x, const Tensor& h0,
+                                                            const Tensor& c0, const std::vector<int64_t>& lengths) {
+    const int64_t N = x.size(0), T = x.size(1), H = m.options().hidden_size;
+    std::vector<Tensor> keep;  // [N, 1] per step: 1 within the sample's length
+    for (int64_t t = 0; t < static_cast<int64_t>(lengths.empty() ? 0 : T); ++t) {
+        std::vector<float> v;
+        for (const int64_t l : lengths) v.push_back(l > t ? 1.0f : 0.0f);
+        keep.push_back(from_vector(v, {N, 1}));
+    }
+    std::vector<Tensor> h_n, c_n;
+    for (int64_t k = 0; k < m.options().num_layers; ++k) {
+        Tensor h = h0.select(0, k), c = c0.select(0, k);
+        const Tensor gx = m.ln_ih[k]->forward(linear(x, m.weight_ih[k]));
+        std::vector<Tensor> outs;
+        for (int64_t t = 0; t < T; ++t) {
+            const Tensor g = gx.select(1, t) + m.ln_hh[k]->forward(linear(h, m.weight_hh[k]));
+            const Tensor i = sigmoid(g.narrow(1, 0, H)), f = sigmoid(g.narrow(1, H, H));
+            const Tensor gg = tanh(g.narrow(1, 2 * H, H)), o = sigmoid(g.narrow(1, 3 * H, H));
+            const Tensor c_new = f * c + i * gg;
+            const Tensor h_new = o * tanh(m.ln_c[k]->forward(c_new));
+            if (keep.empty()) {
+                h = h_new, c = c_new;
+                outs.push_back(h_new);
+            } else {
+                const Tensor& w = keep[static_cast<size_t>(t)];
+                h = h + w * (h_new - h), c = c + w * (c_new - c);
+                outs.push_back(h_new * w);
+            }
+        }
+        h_n.push_back(h);
+        c_n.push_back(c);
+        x = stack(outs, 1);
+    }
+    return {x, stack(h_n), stack(c_n)};
+}
 
 }  // namespace
+
+TEST_CASE("nn rnn: the fused LayerNormLSTM equals its composition of ops", "[nn][rnn]") {
+    const int64_t T = 7, I = 6, L = 2;
+    // Small, and 2 threads over 80 rows of 128 gates (the backward's per-thread parameter sums).
+    // The loss is a mean over the batch, as in training (a sum over 80 samples makes gradients
+    // near 100, which float rounding in either order puts 1e-4 apart).
+    for (const auto& [N, H, threads] : {std::tuple<int64_t, int64_t, int>{5, 16, 1}, {80, 32, 2}}) {
+        std::vector<int64_t> len;
+        for (int64_t n = 0; n < N; ++n) len.push_back(1 + (n * 5 + 3) % T);
+        const test::ThreadsGuard threads_guard;
+        set_num_threads(threads);
+        for (const bool bias : {true, false}) {
+            for (const bool with_lengths : {false, true}) {
+                INFO("N " << N << ", bias " << bias << ", lengths " << with_lengths);
+                manual_seed(21);
+                LayerNormLSTM m(LayerNormLSTMOptions{.input_size = I, .hidden_size = H, .num_layers = L, .bias = bias,
+                                                     .batch_first = true});
+                for (const auto& p : m.parameters()) p.detach().add_(mul(randn(p.shape()), 0.3f));  // not 1 and 0
+                const Tensor x = randn({N, T, I}), h0 = randn({L, N, H}), c0 = randn({L, N, H});
+                const float mean = 1.0f / static_cast<float>(N);
+                const Tensor dout = mul(randn({N, T, H}), mean), dh = mul(randn({L, N, H}), mean);
+                const Tensor dc = mul(randn({L, N, H}), mean);
+                const std::vector<int64_t> lengths = with_lengths ? len : std::vector<int64_t>{};
+                std::vector<std::vector<Tensor>> grads;
+                std::vector<Tensor> results;
+                for (const bool fused : {true, false}) {
+                    m.zero_grad();
+                    Tensor xl = test::leaf(x), hl = test::leaf(h0), cl = test::leaf(c0);
+                    const auto [out, h_n, c_n] = fused ? run(m, xl, hl, cl, with_lengths ? test::labels_of(len) : Tensor{})
+                                                       : composed_layer_norm_lstm(m, xl, hl, cl, lengths);
+                    (sum(out * dout) + sum(h_n * dh) + sum(c_n * dc)).backward();
+                    results.insert(results.end(), {out.detach(), h_n.detach(), c_n.detach()});
+                    std::vector<Tensor> g{xl.grad(), hl.grad(), cl.grad()};
+                    for (const auto& p : m.parameters()) g.push_back(p.grad().clone());
+                    grads.push_back(g);
+                }
+                for (size_t i = 0; i < 3; ++i) require_close(results[i], results[i + 3], 1e-5, "output " + std::to_string(i));
+                for (size_t i = 0; i < grads[0].size(); ++i) {
+                    require_close(grads[0][i], grads[1][i], 1e-5, "gradient " + std::to_string(i));
+                }
+            }
+        }
+    }
+}
 
 TEST_CASE("nn rnn: LSTM, GRU and LayerNormLSTM match PyTorch (lengths, both layouts, states)", "[nn][rnn][golden]") {
     const auto g = test::golden("seq_rnn.safetensors");
@@ -60,7 +141,7 @@ TEST_CASE("nn rnn: LSTM, GRU and LayerNormLSTM match PyTorch (lengths, both layo
         require_close(h_n, g.at(c + ".h_n"), 1e-5, c + ".h_n");
         if (kind != "gru") require_close(c_n, g.at(c + ".c_n"), 1e-5, c + ".c_n");
         Tensor loss = sum(out * g.at(c + ".dout")) + sum(h_n * g.at(c + ".dh"));
-        if (kind == "lnlstm") loss = loss + sum(c_n * g.at(c + ".dc"));
+        if (kind != "gru") loss = loss + sum(c_n * g.at(c + ".dc"));
         loss.backward();
         require_close(x.grad(), g.at(c + ".dx"), 1e-5, c + ".dx");
         if (h0.defined()) require_close(h0.grad(), g.at(c + ".dh0"), 1e-5, c + ".dh0");
@@ -114,6 +195,17 @@ TEST_CASE("nn rnn: gradcheck of LSTM, GRU and LayerNormLSTM", "[nn][rnn][gradche
         check_gradcheck(gradcheck(
             [&](const std::vector<Tensor>& in) {
                 return std::get<1>(run(*m, in[0].transpose(0, 1), {}, {}, lengths));
+            },
+            inputs));
+        if (kind == "gru") continue;
+        // (output, h_n, c_n) together, batch-first, with lengths: c_n is differentiable too.
+        auto bf = make_rnn(kind, RNNOptions{.input_size = 2, .hidden_size = 3, .num_layers = 2, .batch_first = true});
+        inputs.resize(1);
+        for (const auto& p : bf->parameters()) inputs.push_back(p);
+        check_gradcheck(gradcheck(
+            [&](const std::vector<Tensor>& in) {
+                const auto [out, h_n, c_n] = run(*bf, in[0], {}, {}, lengths);
+                return cat({out.reshape({-1}), h_n.reshape({-1}), c_n.reshape({-1})});
             },
             inputs));
     }

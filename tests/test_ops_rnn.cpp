@@ -48,6 +48,14 @@ TEST_CASE("rnn: gradcheck of lstm_layer and gru_layer, with lengths", "[ops][rnn
             return last_step(lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5], in[6], lengths), lengths);
         },
         {leaf({3, 3, 2}), leaf({3, 4}), leaf({3, 4}), leaf({16, 2}), leaf({16, 4}), leaf({16}), leaf({16})}));
+    // The final cell states too, with the outputs: c_n is differentiable (as torch's).
+    check(gradcheck(
+        [&](const std::vector<Tensor>& in) {
+            Tensor c_n;
+            const Tensor out = lstm_layer(in[0], in[1], in[2], in[3], in[4], in[5], in[6], lengths, &c_n);
+            return cat({out.reshape({-1}), c_n.reshape({-1})});
+        },
+        {leaf({3, 3, 2}), leaf({3, 4}), leaf({3, 4}), leaf({16, 2}), leaf({16, 4}), leaf({16}), leaf({16})}));
     check(gradcheck([&](const std::vector<Tensor>& in) { return gru_layer(in[0], in[1], in[2], in[3], in[4], in[5], lengths); },
                     {leaf({3, 3, 2}), leaf({3, 4}), leaf({12, 2}), leaf({12, 4}), leaf({12}), leaf({12})}));
 }
@@ -97,4 +105,13 @@ TEST_CASE("rnn: bad arguments are errors naming the op", "[ops][rnn]") {
     CHECK_THROWS_WITH(gru_layer(x, {}, randn({12, 4}), randn({12, 4}), {}, {}, from_vector(std::vector<int64_t>{3, 4}, {2})),
                       Contains("length 4 of sample 1"));
     CHECK_THROWS_WITH(gru_layer(x, zeros({3, 4}), randn({12, 4}), randn({12, 4})), Contains("initial state"));
+    const Tensor g = ones({16}), gc = ones({4});
+    CHECK_THROWS_WITH(layer_norm_lstm_layer(x, {}, {}, randn({16, 4}), randn({16, 4}), g, {}, g, ones({3}), {}),
+                      Contains("layer_norm_lstm_layer: ln_c weight must be float32 [4], got [3]"));
+    CHECK_THROWS_WITH(layer_norm_lstm_layer(x, {}, {}, randn({16, 4}), randn({16, 4}), g, ones({4}), g, gc, {}),
+                      Contains("ln_ih bias must be float32 [16], got [4]"));
+    CHECK_THROWS_WITH(layer_norm_lstm_layer(x, {}, {}, randn({16, 4}), randn({16, 4}), g, {}, {}, gc, {}),
+                      Contains("ln_hh weight must be float32 [16], got undefined"));
+    CHECK_THROWS_WITH(layer_norm_lstm_layer(x, {}, {}, randn({16, 3}), randn({16, 4}), g, {}, g, gc, {}),
+                      Contains("layer_norm_lstm_layer: weights [16, 3]"));
 }

@@ -1,5 +1,5 @@
 // rnn_bench: milliseconds per forward + backward of the fused lstm_layer and gru_layer, and of
-// LayerNormLSTM (composed of ops), on RowLSTM's MNIST shapes by default (N 128, T 28, I 28, H 128),
+// LayerNormLSTM (the fused layer_norm_lstm_layer), on RowLSTM's MNIST shapes by default (N 128, T 28, I 28, H 128),
 // with the GEMM time of the same products beside them, so the cell kernels' share shows.
 //
 //   rnn_bench [--batch N] [--steps T] [--input I] [--hidden H] [--threads K] [--min-time S]

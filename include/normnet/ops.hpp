@@ -528,11 +528,22 @@ NORMNET_API Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
 /// [N, T, I]: w_ih [4H, I], w_hh [4H, H], biases [4H] (either may be undefined), initial states
 /// h0, c0 [N, H] (undefined: zeros). Returns the hidden states [N, T, H]. With `lengths` (int64
 /// [N], each in [1, T]) sample n runs lengths[n] steps: later steps output zeros, keep its state
-/// and take no gradient. When c_n is given it receives the final cell states [N, H] (not
-/// differentiable; the final hidden states are last_step(output, lengths), which is).
+/// and take no gradient. When c_n is given it receives the final cell states [N, H] (each
+/// sample's after its last step; differentiable, as the output; the final hidden states are
+/// last_step(output, lengths)).
 NORMNET_API Tensor lstm_layer(const Tensor& input, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
                               const Tensor& w_hh, const Tensor& b_ih = {}, const Tensor& b_hh = {},
                               const Tensor& lengths = {}, Tensor* c_n = nullptr);
+/// One layer of Ba, Kiros and Hinton's LayerNorm LSTM (2016, eq. 20-22) over a batch-first
+/// sequence, as lstm_layer: gates = layer_norm(x W_ih^T; ln_ih_weight, ln_ih_bias) +
+/// layer_norm(h W_hh^T; ln_hh_weight) over the 4H gates (i, f, g, o), c' = f c + i g,
+/// h' = o tanh(layer_norm(c'; ln_c_weight, ln_c_bias)). Weights [4H] ([H] for ln_c); the biases
+/// may be undefined. c_n as lstm_layer's.
+NORMNET_API Tensor layer_norm_lstm_layer(const Tensor& input, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
+                                         const Tensor& w_hh, const Tensor& ln_ih_weight, const Tensor& ln_ih_bias,
+                                         const Tensor& ln_hh_weight, const Tensor& ln_c_weight,
+                                         const Tensor& ln_c_bias, double eps = 1e-5, const Tensor& lengths = {},
+                                         Tensor* c_n = nullptr);
 /// One GRU layer (torch.nn.GRU's cell, gates r, z, n) over a batch-first sequence, as lstm_layer:
 /// w_ih [3H, I], w_hh [3H, H], biases [3H], h0 [N, H].
 NORMNET_API Tensor gru_layer(const Tensor& input, const Tensor& h0, const Tensor& w_ih, const Tensor& w_hh,

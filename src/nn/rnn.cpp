@@ -1,14 +1,22 @@
-// LSTM, GRU and LayerNormLSTM: PyTorch's per-layer weights and layout, each LSTM/GRU layer one
-// fused op over the whole sequence; LayerNormLSTM composed of differentiable ops step by step.
+// LSTM, GRU and LayerNormLSTM: PyTorch's per-layer weights and layout, each layer one fused op
+// over the whole sequence (lstm_layer, gru_layer, layer_norm_lstm_layer).
 #include "normnet/nn/rnn.hpp"
 
 #include <cmath>
+#include <span>
+#include <vector>
 
+#include "../pool.hpp"
 #include "normnet/ops.hpp"
 #include "repr.hpp"
 
 namespace normnet {
 namespace {
+
+// The layers' final states before they are stacked, on the small-object pool: a training step
+// allocates nothing from the heap once warmed up (tests/alloc).
+using LayerStates = std::vector<Tensor, detail::PoolAllocator<Tensor>>;
+Tensor stack_states(const LayerStates& states) { return stack(std::span<const Tensor>(states.data(), states.size())); }
 
 RNNOptions common_options(const LayerNormLSTMOptions& o) {
     return RNNOptions{o.input_size, o.hidden_size, o.num_layers, o.bias, o.batch_first, o.dropout};
@@ -79,7 +87,7 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input
                                                              const Tensor& lengths) {
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
-    std::vector<Tensor> h_n, c_n;
+    LayerStates h_n, c_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
         Tensor c;
         x = lstm_layer(x, initial(std::get<0>(hx), k, N, "h0"), initial(std::get<1>(hx), k, N, "c0"), weight_ih[k],
@@ -88,7 +96,7 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input
         c_n.push_back(c);
         x = between_layers(x, k);
     }
-    return {from_batch_first(x), {stack(h_n), stack(c_n)}};
+    return {from_batch_first(x), {stack_states(h_n), stack_states(c_n)}};
 }
 
 std::shared_ptr<Module> LSTM::clone() const { return clone_of(*this, options_); }
@@ -96,13 +104,13 @@ std::shared_ptr<Module> LSTM::clone() const { return clone_of(*this, options_); 
 std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0, const Tensor& lengths) {
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
-    std::vector<Tensor> h_n;
+    LayerStates h_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
         x = gru_layer(x, initial(h0, k, N, "h0"), weight_ih[k], weight_hh[k], bias_ih[k], bias_hh[k], lengths);
         h_n.push_back(last_step(x, lengths));
         x = between_layers(x, k);
     }
-    return {from_batch_first(x), stack(h_n)};
+    return {from_batch_first(x), stack_states(h_n)};
 }
 
 std::shared_ptr<Module> GRU::clone() const { return clone_of(*this, options_); }
@@ -127,50 +135,18 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LayerNormLSTM::forward(const Tens
                                                                       const std::tuple<Tensor, Tensor>& hx,
                                                                       const Tensor& lengths) {
     Tensor x = to_batch_first(input);
-    const int64_t N = x.size(0), T = x.size(1), H = options_.hidden_size;
-    // keep[t]: [N, 1], 1 where step t is within the sample's length (masks only with lengths).
-    std::vector<Tensor> keep;
-    if (lengths.defined()) {
-        NORMNET_CHECK((lengths.dtype() == kInt64 && lengths.shape() == Shape{N}), "LayerNormLSTM: lengths must be int64 [",
-                      N, "], got ", lengths.dtype(), " ", lengths.shape());
-        const Tensor l = lengths.contiguous();
-        for (int64_t n = 0; n < N; ++n) {
-            const int64_t v = l.data_ptr<int64_t>()[n];
-            NORMNET_CHECK(v >= 1 && v <= T, "LayerNormLSTM: length ", v, " of sample ", n, " is not in [1, ", T, "]");
-        }
-        for (int64_t t = 0; t < T; ++t) {
-            Tensor m = empty({N, 1});
-            for (int64_t n = 0; n < N; ++n) m.data()[n] = l.data_ptr<int64_t>()[n] > t ? 1.0f : 0.0f;
-            keep.push_back(m);
-        }
-    }
-    std::vector<Tensor> h_n, c_n;
+    const int64_t N = x.size(0);
+    LayerStates h_n, c_n;
     for (int64_t k = 0; k < options_.num_layers; ++k) {
-        Tensor h = initial(std::get<0>(hx), k, N, "h0"), c = initial(std::get<1>(hx), k, N, "c0");
-        if (!h.defined()) h = zeros({N, H});
-        if (!c.defined()) c = zeros({N, H});
-        const Tensor gx = ln_ih[k]->forward(linear(x, weight_ih[k]));  // [N, T, 4H], every step at once
-        std::vector<Tensor> outs;
-        for (int64_t t = 0; t < T; ++t) {
-            const Tensor g = gx.select(1, t) + ln_hh[k]->forward(linear(h, weight_hh[k]));
-            const Tensor i = sigmoid(g.narrow(1, 0, H)), f = sigmoid(g.narrow(1, H, H));
-            const Tensor gg = tanh(g.narrow(1, 2 * H, H)), o = sigmoid(g.narrow(1, 3 * H, H));
-            const Tensor c_new = f * c + i * gg;
-            const Tensor h_new = o * tanh(ln_c[k]->forward(c_new));
-            if (keep.empty()) {
-                h = h_new, c = c_new;
-                outs.push_back(h_new);
-            } else {  // past its length a sample keeps its state and outputs zeros
-                const Tensor& m = keep[t];
-                h = h + m * (h_new - h), c = c + m * (c_new - c);
-                outs.push_back(h_new * m);
-            }
-        }
-        h_n.push_back(h);
+        Tensor c;
+        x = layer_norm_lstm_layer(x, initial(std::get<0>(hx), k, N, "h0"), initial(std::get<1>(hx), k, N, "c0"),
+                                  weight_ih[k], weight_hh[k], ln_ih[k]->weight, ln_ih[k]->bias, ln_hh[k]->weight,
+                                  ln_c[k]->weight, ln_c[k]->bias, ln_options_.layer_norm_eps, lengths, &c);
+        h_n.push_back(last_step(x, lengths));
         c_n.push_back(c);
-        x = between_layers(stack(outs, 1), k);
+        x = between_layers(x, k);
     }
-    return {from_batch_first(x), {stack(h_n), stack(c_n)}};
+    return {from_batch_first(x), {stack_states(h_n), stack_states(c_n)}};
 }
 
 }  // namespace normnet

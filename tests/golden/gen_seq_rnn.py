@@ -5,7 +5,8 @@ written in torch ops and run in float64, each sequence of a variable-length batc
 
 Each case stores the module's state_dict ("<case>.sd.*", as gen_seq_modules.py), the input x,
 optional h0/c0/lengths, the outputs out, h_n (and c_n), the gradients of sum(out * dout) +
-sum(h_n * dh) for the input ("dx", "dh0", "dc0") and every parameter ("grad.*")."""
+sum(h_n * dh) (+ sum(c_n * dc) for the LSTMs) for the input ("dx", "dh0", "dc0") and every
+parameter ("grad.*")."""
 
 import torch
 import torch.nn as nn
@@ -123,7 +124,7 @@ def make_seq_rnn():
             h_n, c_n = state if kind == "lstm" else (state, None)
         dout, dh = torch.randn(out.shape, dtype=dtype), torch.randn(h_n.shape, dtype=dtype)
         loss = (out * dout).sum() + (h_n * dh).sum()
-        if kind == "lnlstm":  # its c_n is differentiable
+        if kind != "gru":  # an LSTM's c_n is differentiable
             dc = torch.randn(c_n.shape, dtype=dtype)
             loss = loss + (c_n * dc).sum()
             c.put("dc", dc)

@@ -75,7 +75,7 @@ public:
     LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions{input_size, hidden_size}) {}
     /// input [T, N, I] ([N, T, I] with batch_first), hx = (h0, c0) each [num_layers, N, H] or
     /// undefined (zeros) -> (output [T, N, H] of the last layer, (h_n, c_n) [num_layers, N, H]).
-    /// c_n is not differentiable (the fused op returns it as a plain tensor); h_n and output are.
+    /// All three are differentiable (as torch's).
     std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx,
                                                            const Tensor& lengths = {});
     /// The output alone.
@@ -111,9 +111,9 @@ struct LayerNormLSTMOptions {
 ///   gates = ln_ih_l<k>(W_ih x_t) + ln_hh_l<k>(W_hh h_{t-1})   (each LayerNorm over all 4H gates)
 ///   c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g),  h_t = sigmoid(o) * tanh(ln_c_l<k>(c_t))
 /// with gates in PyTorch's order i, f, g, o. ln_ih carries the gate bias (ln_hh has none, its
-/// shift would duplicate it). Built from differentiable ops step by step (no fused kernel); the
-/// input products of all steps are one matmul. Same interface and lengths rule as LSTM; here c_n
-/// is differentiable too.
+/// shift would duplicate it). Every layer is one fused layer_norm_lstm_layer; the LayerNorm
+/// children only hold the parameters (their state_dict names). Same interface and lengths rule
+/// as LSTM.
 class NORMNET_API LayerNormLSTM : public RNNBase {
 public:
     explicit LayerNormLSTM(const LayerNormLSTMOptions& options);
