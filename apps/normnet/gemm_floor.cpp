@@ -11,37 +11,49 @@
 
 namespace normnet::cli {
 
-FloorOperands::FloorOperands(const std::vector<Product>& products, int threads) {
-    size_t a = 0, b = 0, c = 0;
-    for (const Product& p : products) {
-        a = std::max(a, static_cast<size_t>(p.M * p.K));
-        b = std::max(b, static_cast<size_t>(p.K * p.N));
-        c = std::max(c, static_cast<size_t>(p.M * p.N));
-    }
-    for (int t = 0; t < threads; ++t) sets_.push_back({std::vector<float>(a, 0.5f), std::vector<float>(b, 0.25f), std::vector<float>(c, 0.0f)});
+FloorOperands::FloorOperands(const std::vector<Product>& whole_batch, const std::vector<Product>& per_image, int threads) {
+    size_t a = 0, b = 0, c_whole = 0, c_image = 0;
+    const auto room = [&](const std::vector<Product>& products, size_t& c) {
+        for (const Product& p : products) {
+            a = std::max(a, static_cast<size_t>(p.M * p.K));
+            b = std::max(b, static_cast<size_t>(p.K * p.N));
+            c = std::max(c, static_cast<size_t>(p.M * p.N));
+        }
+    };
+    room(whole_batch, c_whole);
+    room(per_image, c_image);
+    a_.assign(a, 0.5f);
+    b_.assign(b, 0.25f);
+    // Whole-batch products run on thread 0's output only; the others take per-image ones.
+    c_.emplace_back(std::max(c_whole, c_image), 0.0f);
+    for (int t = 1; t < threads; ++t) c_.emplace_back(c_image, 0.0f);
 }
 
 int FloorPass::threads_for(int64_t images) { return images > 0 ? std::max(1, get_num_threads()) : 1; }
 
 FloorPass::FloorPass(std::vector<Product> products, int64_t images)
-    : FloorPass(products, images, std::make_shared<FloorOperands>(products, threads_for(images))) {}
+    : FloorPass(products, images,
+                std::make_shared<FloorOperands>(images > 0 ? std::vector<Product>{} : products,
+                                                images > 0 ? products : std::vector<Product>{}, threads_for(images))) {}
 
 FloorPass::FloorPass(std::vector<Product> products, int64_t images, std::shared_ptr<FloorOperands> operands)
     : products_(std::move(products)), images_(images), operands_(std::move(operands)) {}
 
 void FloorPass::run() {
-    const auto one = [this](FloorOperands::Set& ops) {
+    const auto one = [this](int thread) {
+        const float* a = operands_->a();
+        const float* b = operands_->b();
+        float* c = operands_->c(thread);
         for (const Product& p : products_) {
-            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, ops.a.data(), p.ta ? p.M : p.K, ops.b.data(), p.tb ? p.K : p.N,
-                         0.0f, ops.c.data(), p.N);
+            detail::gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, a, p.ta ? p.M : p.K, b, p.tb ? p.K : p.N, 0.0f, c, p.N);
         }
     };
     if (images_ == 0) {
-        one(operands_->thread(0));
+        one(0);
         return;
     }
     detail::parallel_for_chunks(images_, 1, [&](int chunk, int64_t b, int64_t e) {
-        for (int64_t n = b; n < e; ++n) one(operands_->thread(chunk));
+        for (int64_t n = b; n < e; ++n) one(chunk);
     });
 }
 
@@ -62,14 +74,15 @@ void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequenc
 }
 
 StepFloor::StepFloor(const std::vector<FloorLayer>& layers) {
-    std::vector<Product> all;
+    std::vector<Product> whole_batch, per_image;
     int threads = 1;
     for (const FloorLayer& l : layers) {
-        all.insert(all.end(), l.forward.begin(), l.forward.end());
-        all.insert(all.end(), l.backward.begin(), l.backward.end());
+        std::vector<Product>& to = l.images > 0 ? per_image : whole_batch;
+        to.insert(to.end(), l.forward.begin(), l.forward.end());
+        to.insert(to.end(), l.backward.begin(), l.backward.end());
         threads = std::max(threads, FloorPass::threads_for(l.images));
     }
-    const auto operands = std::make_shared<FloorOperands>(all, threads);
+    const auto operands = std::make_shared<FloorOperands>(whole_batch, per_image, threads);
     for (const FloorLayer& l : layers) {
         if (!l.forward.empty()) passes_.emplace_back(l.forward, l.images, operands);
         if (!l.backward.empty()) passes_.emplace_back(l.backward, l.images, operands);

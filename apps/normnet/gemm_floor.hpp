@@ -37,8 +37,9 @@ FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L
 void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
                                 int64_t heads, int64_t dim_feedforward);
 
-/// Operand buffers for products run one after another: per thread, one A, B and C as large as
-/// the largest product's. Every product of a step writes into the same buffers, so a floor's
+/// Operand buffers for products run one after another: one A and one B, which every thread only
+/// reads, each as large as the largest product's, and per thread one C: thread 0's for any
+/// product, the others' for the per-image products (whole-batch ones run on thread 0). Every product of a step writes into the same buffers, so a floor's
 /// memory is that of its largest product, not the sum over the step (which at the LM's batch 32
 /// was 390 MB, more than the training step itself, and showed in the bench's peak RSS). What
 /// the products cost barely changes: the LM's and ViT's operands are megabytes, beyond L2, so a
@@ -46,15 +47,15 @@ void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequenc
 /// already.
 class FloorOperands {
 public:
-    /// Room for `products` on `threads` threads.
-    FloorOperands(const std::vector<Product>& products, int threads);
-    struct Set {
-        std::vector<float> a, b, c;
-    };
-    Set& thread(int t) { return sets_[static_cast<size_t>(t)]; }
+    /// Room for whole-batch products (on thread 0) and per-image ones (on any of `threads`).
+    FloorOperands(const std::vector<Product>& whole_batch, const std::vector<Product>& per_image, int threads);
+    const float* a() const { return a_.data(); }
+    const float* b() const { return b_.data(); }
+    float* c(int thread) { return c_[static_cast<size_t>(thread)].data(); }
 
 private:
-    std::vector<Set> sets_;
+    std::vector<float> a_, b_;
+    std::vector<std::vector<float>> c_;  // [thread]
 };
 
 /// The products of one pass, with their operands allocated once (per thread for per-image ones),
