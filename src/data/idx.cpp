@@ -211,7 +211,7 @@ IdxData read_idx(const std::string& path, uint32_t magic, const char* what, int6
     const bool size_trusted = !in.gzip || in.gzip_isize == uint32_t(header_bytes + n);
     uint64_t keep = n;
     if (max_records > 0 && max_records < idx.dims[0]) {
-        keep = n / uint64_t(idx.dims[0]) * uint64_t(max_records);  // n > 0 here: dims[0] > max_records > 0
+        keep = n / uint64_t(idx.dims[0]) * uint64_t(max_records);  // dims[0] > max_records > 0: no division by 0
         idx.dims[0] = max_records;
     }
     if (size_trusted) idx.data.reserve(size_t(in.gzip ? std::min(keep, in.file_size * kReserveRatio) : keep));
