@@ -44,6 +44,9 @@ def make_reduce():
             c.put("dx", leaf.grad)
 
     r = torch.randn
+    # Inputs are drawn before case() seeds, from the state the previous case left: seed here so
+    # the first case does not depend on which file was generated before this one.
+    torch.manual_seed(0)
 
     def ties(*shape):
         return torch.randint(0, 3, shape, generator=torch.Generator().manual_seed(sum(shape))).float()

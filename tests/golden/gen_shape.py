@@ -48,6 +48,9 @@ def make_shape():
 
     r = torch.randn
     g = torch.Generator().manual_seed(100)
+    # Inputs are drawn before case() seeds, from the state the previous case left: seed here so
+    # the first case does not depend on which file was generated before this one.
+    torch.manual_seed(0)
 
     def idx(high, *shape):
         return torch.randint(0, high, shape, generator=g)

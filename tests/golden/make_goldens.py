@@ -9,10 +9,14 @@ every tensor and hyper-parameter.
     /usr/bin/python3 tests/golden/make_goldens.py           # (re)write the files
     /usr/bin/python3 tests/golden/make_goldens.py --check   # reread and verify them
 
+    /usr/bin/python3 tests/golden/make_goldens.py --only shape.safetensors   # rewrite one file
+
 --check parses every file with a reader independent of the writer (numpy only),
 verifies the header layout (offsets contiguous, sizes match dtype x shape, files
-small), then recomputes every case and demands bit-identical tensors, which
-also proves the generation is deterministic.
+small), then recomputes every case. Integer tensors must be identical; float
+tensors identical or within the tests' tolerance (1e-5 absolute + relative): torch's
+products take the CPU's BLAS kernels, whose last bits differ between CPUs, while an
+input drawn from the wrong random state differs by whole units and fails.
 """
 
 import argparse
@@ -23,7 +27,10 @@ import math
 import os
 import sys
 
-import numpy as np
+# One BLAS thread as one torch thread (main() below): set before numpy and torch load OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402 (after the environment above)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -548,6 +555,10 @@ def generate(maker):
     return tensors, {**common_metadata(), **metadata}
 
 
+# What --check accepts between a committed float tensor and this machine's recomputation.
+TOLERANCE = 1e-5
+
+
 def check():
     total = 0
     for fname, maker in FILES:
@@ -559,13 +570,20 @@ def check():
         want_tensors, want_metadata = generate(maker)
         assert metadata == want_metadata, f"{fname}: metadata differs"
         assert list(tensors) == list(want_tensors), f"{fname}: tensor names/order differ"
+        rounded = 0
         for name, arr in tensors.items():
             want = want_tensors[name]
             assert arr.shape == want.shape, (fname, name, arr.shape, want.shape)
             assert arr.dtype == want.dtype, (fname, name, arr.dtype, want.dtype)
-            # Bit-identical: proves both the reader and the determinism of the generation.
-            assert arr.tobytes() == want.tobytes(), f"{fname}:{name}: values differ"
-        print(f"ok  {fname:32s} {size:9d} bytes  {len(tensors):4d} tensors")
+            if arr.tobytes() == want.tobytes():
+                continue
+            assert arr.dtype.kind == "f", f"{fname}:{name}: values differ"
+            a, w = arr.astype(np.float64), want.astype(np.float64)
+            worst = float(np.max(np.abs(a - w) - TOLERANCE * (1 + np.abs(w)))) if a.size else 0.0
+            assert worst <= 0, f"{fname}:{name}: values differ beyond {TOLERANCE} (abs + rel)"
+            rounded += 1
+        note = f"  ({rounded} differ in rounding only)" if rounded else ""
+        print(f"ok  {fname:32s} {size:9d} bytes  {len(tensors):4d} tensors{note}")
     assert total < MAX_TOTAL_BYTES, f"total {total} bytes"
     print(f"ok  total {total} bytes")
 
@@ -574,6 +592,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="reread the files and verify them instead of writing")
+    parser.add_argument("--only", action="append", metavar="FILE",
+                        help="write only this file (repeatable), e.g. after changing its generator")
     args = parser.parse_args()
     # One thread: the summation order of the larger products must not depend on the machine.
     torch.set_num_threads(1)
@@ -581,7 +601,12 @@ def main():
     if args.check:
         check()
         return
+    unknown = set(args.only or ()) - {f for f, _ in FILES}
+    if unknown:
+        parser.error(f"--only: no such golden file: {', '.join(sorted(unknown))}")
     for fname, maker in FILES:
+        if args.only and fname not in args.only:
+            continue
         tensors, metadata = generate(maker)
         path = os.path.join(GOLDEN_DIR, fname)
         write_safetensors(path, tensors, metadata)
