@@ -1,5 +1,6 @@
 // The registry row of the CNN (`--model cnn`): for each of --channels, conv 3x3 (padding 1) ->
-// norm -> ReLU -> max-pool 2 (run as max-pool then ReLU, the same function); then flatten, Linear -> ReLU for each of --fc, and the output
+// norm -> ReLU -> max-pool 2 (run as max-pool then ReLU, the same function; with a norm, the three as one
+// fused op, see CnnSequential); then flatten, Linear -> ReLU for each of --fc, and the output
 // Linear. The default, 32,64 channels and fc 128 on 1x28x28 images, is issue 12's network:
 // conv 1->32, conv 32->64, linear 3136->128, linear 128->10. Its first module reshapes the
 // loader's [N, 784] rows into [N, 1, 28, 28] images (torch.nn.Unflatten, no state), so the
