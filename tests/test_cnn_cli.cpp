@@ -12,6 +12,7 @@
 #include "cli_helpers.hpp"
 #include "models.hpp"
 #include "run_config.hpp"
+#include "test_helpers.hpp"
 #include "xml_check.hpp"
 #include "normnet/normnet.hpp"
 
@@ -276,4 +277,31 @@ TEST_CASE("cnn: the findings are computed from the grid", "[cnn][compare]") {
     const std::string shared = cli::findings_md(g, {}, "a test grid");
     CHECK_THAT(shared, Contains("**GroupNorm**: not flat") && Contains("**Every normalisation** loses accuracy") &&
                            Contains("BatchNorm's own excess over GroupNorm's rise is +0.00 points"));
+}
+
+TEST_CASE("cnn: the model's fused norm -> max-pool -> ReLU blocks compute what its plain Sequential does", "[cnn][norms]") {
+    // The CNN's forward runs each norm, MaxPool2d(2), ReLU as one op; a clone is a plain
+    // Sequential of the same modules and state, which runs them one by one.
+    for (const char* norm : {"batch", "group", "layer", "instance", "none"}) {
+        INFO("norm " << norm);
+        cli::ModelSpec spec = cli::ModelSpec::defaults("cnn");
+        spec.norm = norm;
+        normnet::manual_seed(3);
+        const std::shared_ptr<normnet::Module> fused = cli::build_model(spec);
+        const std::shared_ptr<normnet::Module> plain = fused->clone();
+        REQUIRE(dynamic_cast<normnet::Sequential*>(plain.get()) != nullptr);
+        normnet::Generator gen(4);
+        const normnet::Tensor x = normnet::rand({6, 784}, gen);
+        for (int step = 0; step < 2; ++step) {
+            const normnet::Tensor yf = fused->forward(x), yp = plain->forward(x);
+            normnet::test::require_close(yf, yp, 1e-5, "logits");
+            yf.sum().backward();
+            yp.sum().backward();
+            const auto pf = fused->named_parameters(), pp = plain->named_parameters();
+            REQUIRE(pf.size() == pp.size());
+            for (size_t i = 0; i < pf.size(); ++i) normnet::test::require_close(pf[i].second.grad(), pp[i].second.grad(), 1e-4, pf[i].first);
+        }
+        const auto bf = fused->named_buffers(), bp = plain->named_buffers();
+        for (size_t i = 0; i < bf.size(); ++i) CHECK(normnet::test::bit_equal(bf[i].second, bp[i].second));
+    }
 }

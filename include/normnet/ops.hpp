@@ -446,6 +446,15 @@ NORMNET_API Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const
                               const Tensor& weight, const Tensor& bias, bool training,
                               std::optional<double> momentum = 0.1, double eps = 1e-5,
                               int64_t num_batches_tracked = 0);
+/// relu(max_pool2d(batch_norm(x, ...), 2)) for x [N, C, H, W] in training (a CNN block's norm ->
+/// MaxPool2d(2) -> ReLU) as one op: when 2x2 windows tile the planes (H, W even, W >= 8) the
+/// normalised values are pooled as they are made and never stored, and the backward reads the
+/// pooled gradient; otherwise (and in evaluation) the three ops in turn. Same arguments and
+/// running-statistics update as batch_norm.
+NORMNET_API Tensor batch_norm_max_pool2d_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                                              const Tensor& weight, const Tensor& bias, bool training,
+                                              std::optional<double> momentum = 0.1, double eps = 1e-5,
+                                              int64_t num_batches_tracked = 0);
 /// Root-mean-square normalisation over the trailing normalized_shape dimensions:
 /// x / sqrt(mean(x^2) + eps) * weight; eps empty means float32's machine epsilon (as PyTorch).
 NORMNET_API Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
@@ -457,6 +466,10 @@ NORMNET_API Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, cons
 /// LayerNorm over [C, *] with a per-channel affine, num_groups C is InstanceNorm.
 NORMNET_API Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
                               double eps = 1e-5);
+/// relu(max_pool2d(group_norm(x, ...), 2)) for x [N, C, H, W] as one op, as
+/// batch_norm_max_pool2d_relu (num_groups C: instance_norm without running statistics).
+NORMNET_API Tensor group_norm_max_pool2d_relu(const Tensor& x, int64_t num_groups, const Tensor& weight = {},
+                                              const Tensor& bias = {}, double eps = 1e-5);
 /// Instance normalisation of x [N, C, *] (as torch.nn.functional.instance_norm): with
 /// use_input_stats, each (sample, channel) is normalised over its trailing dimensions (group_norm
 /// with C groups) and, when running_mean/var are given, they are updated in place with the

@@ -90,7 +90,11 @@ std::string NormBase::extra_repr() const {
 
 // ---------------------------------------------------------------- BatchNorm1d, BatchNorm2d
 
-Tensor BatchNormBase::forward(const Tensor& x) {
+Tensor BatchNormBase::forward(const Tensor& x) { return forward_impl(x, false); }
+
+Tensor BatchNormBase::forward_max_pool2d_relu(const Tensor& x) { return forward_impl(x, true); }
+
+Tensor BatchNormBase::forward_impl(const Tensor& x, bool pool_relu) {
     check_input_dim(x);
     check_channels(x, 1);
     const BatchNormOptions& o = options();
@@ -105,7 +109,12 @@ Tensor BatchNormBase::forward(const Tensor& x) {
     const bool batch_stats = is_training() || !o.track_running_stats;
     // As torch.nn.SyncBatchNorm: synchronised in training only.
     if (is_training() && sync_stats_) {
-        return dist::sync_batch_norm(x, running_mean, running_var, weight, bias, o.momentum, o.eps, batches);
+        const Tensor y = dist::sync_batch_norm(x, running_mean, running_var, weight, bias, o.momentum, o.eps, batches);
+        return pool_relu ? relu(max_pool2d(y, 2)) : y;
+    }
+    if (pool_relu) {
+        return batch_norm_max_pool2d_relu(x, running_mean, running_var, weight, bias, batch_stats, o.momentum, o.eps,
+                                          batches);
     }
     return batch_norm(x, running_mean, running_var, weight, bias, batch_stats, o.momentum, o.eps, batches);
 }
@@ -142,6 +151,17 @@ Tensor InstanceNorm2d::forward(const Tensor& x) {
     return instance_norm(x, running_mean, running_var, weight, bias, input_stats, options_.momentum, options_.eps);
 }
 
+Tensor InstanceNorm2d::forward_max_pool2d_relu(const Tensor& x) {
+    // Without running statistics InstanceNorm is group_norm with a group per channel.
+    if (x.dim() == 4 && !options_.track_running_stats) {
+        if (options_.affine) check_channels(x, 1);
+        NORMNET_CHECK(x.size(2) * x.size(3) > 1, "Expected more than 1 spatial element when training, got input size ",
+                      x.shape());
+        return group_norm_max_pool2d_relu(x, x.size(1), weight, bias, options_.eps);
+    }
+    return relu(max_pool2d(forward(x), 2));
+}
+
 // ---------------------------------------------------------------- GroupNorm
 
 GroupNorm::GroupNorm(const GroupNormOptions& options) : options_(options) {
@@ -164,6 +184,10 @@ void GroupNorm::reset_parameters() {
 
 Tensor GroupNorm::forward(const Tensor& x) {
     return group_norm(x, options_.num_groups, weight, bias, options_.eps);
+}
+
+Tensor GroupNorm::forward_max_pool2d_relu(const Tensor& x) {
+    return group_norm_max_pool2d_relu(x, options_.num_groups, weight, bias, options_.eps);
 }
 
 std::string GroupNorm::extra_repr() const {

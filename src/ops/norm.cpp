@@ -1,5 +1,6 @@
 // Normalisations with their backwards: layer_norm, rms_norm, batch_norm, group_norm (and
-// instance_norm on top of it). Each forward computes
+// instance_norm on top of it), and batch_norm and group_norm fused with the max_pool2d(2) and
+// relu that follow them in a CNN block (*_max_pool2d_relu). Each forward computes
 // its statistics in double over two passes (never E[x^2] - E[x]^2) and saves, per group, the
 // mean (as a float pair hi + lo, so x - mean stays exact for inputs with a large common offset)
 // and rstd = 1 / sqrt(var + eps); each backward recomputes xhat from exactly those values and
@@ -9,6 +10,7 @@
 // independence. Parallel loops split rows or channels around the kernels.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "normnet/dist.hpp"
 #include "normnet/ops.hpp"
 #include "op.hpp"
+#include "pool2x2.hpp"
 
 namespace normnet {
 namespace detail {
@@ -629,6 +632,252 @@ double merge_channel_stats(double* __restrict mean, double* __restrict var, cons
     return total;
 }
 
+
+// ---- a normalisation, then max_pool2d(2) and relu, in one pass --------------------------------
+// The CNN block's norm -> MaxPool2d(2) -> ReLU as one op, for planes that 2x2 windows tile (H, W
+// even, at least 4 windows per row). The forward normalises each window's four values and writes
+// only the pooled, rectified output (a quarter of the values) and one byte per output: which
+// element of the window its gradient goes to (0..3, row-major), or kClosed when ReLU passes
+// none. The normalised [N, C, H, W] is never written and read back (at batch 128 the first
+// block's is 12.8 MB, beyond cache), and the backward reads the pooled gradient and the bytes
+// instead of a [N, C, H, W] gradient that is three quarters zeros, once for the sums and once for
+// dx. Values are normalised as batch_norm's forward does, ((x - mean) - mean_lo) * rstd * weight
+// + bias in float, and the maxima, choices and ReLU follow torch's rules as max_pool2d and relu
+// do (NaN propagates, the first of equal maxima wins, relu(-0.0) = -0.0).
+
+using namespace pool2x2;
+
+constexpr int32_t kClosed = 4;
+
+// A plane's normalisation: its group's mean (hi + lo) and rstd, its channel's weight and bias.
+struct PlaneNorm {
+    float m, ml, s, w, b;
+};
+
+template <class F>
+F xhat_of(F x, const PlaneNorm& p) {
+    return ((x - p.m) - p.ml) * p.s;
+}
+
+// The choice bytes of a vector of outputs as int lanes.
+template <class F>
+MaskOf<F> load_choices(const uint8_t* p) {
+    BytesOf<F> b;
+    std::memcpy(&b, p, sizeof b);
+    return __builtin_convertvector(b, MaskOf<F>);
+}
+
+// out: [H/2, W/2] = relu(max_pool2d(y, 2)) with y the plane x: [H, W] normalised by p;
+// choice: [H/2, W/2] = the element of each window that gets its gradient, or kClosed.
+// Vectors of F (W/2 >= lanes of F); a row's last vector overlaps the one before. Without
+// kScalarNaN the choices are vector selects and the pass only notes whether a maximum was NaN
+// (returns true; then the plane is done again with kScalarNaN, which takes torch's exact scalar
+// scan for the vectors that hold one): a NaN test per vector cost as much as the selects.
+template <class F, bool kScalarNaN>
+bool norm_pool_relu_pass(float* __restrict out, uint8_t* __restrict choice, const float* __restrict x, PlaneNorm p,
+                         int64_t H, int64_t W) {
+    using I = MaskOf<F>;
+    const int64_t N = kLanes<F>, OH = H / 2, OW = W / 2;
+    const F zero = {};
+    I nan_seen = {};
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* r0 = x + 2 * oh * W;
+        const float* r1 = r0 + W;
+        for (int64_t ow = 0; ow < OW; ow += N) {
+            const int64_t s = std::min(ow, OW - N);
+            const int64_t at = oh * OW + s;
+            F a, b, c, d;
+            deinterleave(r0 + 2 * s, a, b);
+            deinterleave(r1 + 2 * s, c, d);
+            a = xhat_of(a, p) * p.w + p.b, b = xhat_of(b, p) * p.w + p.b;
+            c = xhat_of(c, p) * p.w + p.b, d = xhat_of(d, p) * p.w + p.b;
+            const F m = scan(scan(scan(a, b), c), d);
+            store(out + at, m < zero ? zero : m);
+            const I zeros = {};
+            I k = a == m ? zeros : b == m ? zeros + 1 : c == m ? zeros + 2 : zeros + 3;
+            if constexpr (kScalarNaN) {
+                bool nan = false;
+                for (int64_t i = 0; i < N; ++i) nan |= m[i] != m[i];
+                if (nan) {
+                    // torch's exact scalar scan (the last NaN wins), as max_pool2d takes it.
+                    for (int64_t i = 0; i < N; ++i) {
+                        float unused;
+                        k[i] = argmax_2x2(a[i], b[i], c[i], d[i], unused);
+                    }
+                }
+            } else {
+                nan_seen |= m != m;
+            }
+            // ReLU's gradient rule on its output relu(m): none where m <= 0 (NaN passes).
+            k = m <= zero ? zeros + kClosed : k;
+            const BytesOf<F> bytes = __builtin_convertvector(k, BytesOf<F>);
+            std::memcpy(choice + at, &bytes, sizeof bytes);
+        }
+    }
+    bool any = false;
+    for (int64_t i = 0; i < N; ++i) any |= nan_seen[i] != 0;
+    return any;
+}
+
+template <class F>
+void norm_pool_relu_forward(float* __restrict out, uint8_t* __restrict choice, const float* __restrict x, PlaneNorm p,
+                            int64_t H, int64_t W) {
+    if (norm_pool_relu_pass<F, false>(out, choice, x, p, H, W)) norm_pool_relu_pass<F, true>(out, choice, x, p, H, W);
+}
+
+// sum_dy, sum_dy_xhat += the sums of dy and dy * xhat over the plane x: [H, W], where dy is
+// dpool: [H/2, W/2] routed to each window's chosen element (the forward's choice bytes).
+template <class F>
+void norm_pool_relu_sums(double& sum_dy, double& sum_dy_xhat, const float* __restrict dpool,
+                         const uint8_t* __restrict choice, const float* __restrict x, PlaneNorm p, int64_t H,
+                         int64_t W) {
+    const int64_t N = kLanes<F>, OH = H / 2, OW = W / 2;
+    const F zero = {};
+    F lane, va = {}, vb = {};
+    for (int64_t i = 0; i < N; ++i) lane[i] = static_cast<float>(i);
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* r0 = x + 2 * oh * W;
+        const float* r1 = r0 + W;
+        for (int64_t ow = 0; ow < OW; ow += N) {
+            const int64_t s = std::min(ow, OW - N);
+            const int64_t at = oh * OW + s;
+            const auto k = load_choices<F>(choice + at);
+            // Closed windows and the lanes an overlapping last vector repeats add nothing.
+            F g = load<F>(dpool + at);
+            g = (k == kClosed) | (lane < static_cast<float>(ow - s)) ? zero : g;
+            F a, b, c, d;
+            deinterleave(r0 + 2 * s, a, b);
+            deinterleave(r1 + 2 * s, c, d);
+            const F chosen = k == 0 ? a : k == 1 ? b : k == 2 ? c : d;
+            va += g;
+            vb += g * xhat_of(chosen, p);
+        }
+    }
+    float a = 0.0f, b = 0.0f;
+    for (int64_t i = 0; i < N; ++i) a += va[i], b += vb[i];
+    sum_dy += a, sum_dy_xhat += b;
+}
+
+// dx: [H, W] (Store) = the normalisation's input gradient over the plane, dy being dpool routed
+// by the choice bytes as in norm_pool_relu_sums; dnorm_mean, dnorm_norm_mean: the means of
+// dy * weight and dy * weight * xhat over the plane's group (as batch_norm_dx takes them).
+template <class F, class Store>
+void norm_pool_relu_dx(float* __restrict dx, const float* __restrict dpool, const uint8_t* __restrict choice,
+                       const float* __restrict x, PlaneNorm p, float dnorm_mean, float dnorm_norm_mean, int64_t H,
+                       int64_t W) {
+    const int64_t N = kLanes<F>, OH = H / 2, OW = W / 2;
+    const F zero = {};
+    F lane;
+    for (int64_t i = 0; i < N; ++i) lane[i] = static_cast<float>(i);
+    for (int64_t oh = 0; oh < OH; ++oh) {
+        const float* r0 = x + 2 * oh * W;
+        const float* r1 = r0 + W;
+        float* d0 = dx + 2 * oh * W;
+        float* d1 = d0 + W;
+        for (int64_t ow = 0; ow < OW; ow += N) {
+            const int64_t s = std::min(ow, OW - N);
+            const int64_t at = oh * OW + s;
+            const auto k = load_choices<F>(choice + at);
+            const F g = load<F>(dpool + at);
+            F a, b, c, d;
+            deinterleave(r0 + 2 * s, a, b);
+            deinterleave(r1 + 2 * s, c, d);
+            // As batch_norm_dx: (dy * w - dnorm_mean - xhat * dnorm_norm_mean) * rstd.
+            const auto grad = [&](F v, int32_t e) {
+                const F dy = k == e ? g : zero;
+                return (dy * p.w - dnorm_mean - xhat_of(v, p) * dnorm_norm_mean) * p.s;
+            };
+            F top0 = grad(a, 0), top1 = grad(b, 1), bottom0 = grad(c, 2), bottom1 = grad(d, 3);
+            if (Store::beta != 0.0f) {
+                // An overlapping last vector rewrites the same windows, but must not add twice.
+                const auto again = lane < static_cast<float>(ow - s);
+                top0 = again ? zero : top0, top1 = again ? zero : top1;
+                bottom0 = again ? zero : bottom0, bottom1 = again ? zero : bottom1;
+            }
+            store_windows<F, Store>(d0, d1, s, top0, top1, bottom0, bottom1);
+        }
+    }
+}
+
+// The three plane kernels for the plane's width: vectors of 8 outputs, or 4 for rows of 4 to 7.
+void plane_pool_forward(float* out, uint8_t* choice, const float* x, PlaneNorm p, int64_t H, int64_t W) {
+    if (W / 2 >= 8) return norm_pool_relu_forward<Floats8>(out, choice, x, p, H, W);
+    norm_pool_relu_forward<Floats4>(out, choice, x, p, H, W);
+}
+void plane_pool_sums(double& sum_dy, double& sum_dy_xhat, const float* dpool, const uint8_t* choice, const float* x,
+                     PlaneNorm p, int64_t H, int64_t W) {
+    if (W / 2 >= 8) return norm_pool_relu_sums<Floats8>(sum_dy, sum_dy_xhat, dpool, choice, x, p, H, W);
+    norm_pool_relu_sums<Floats4>(sum_dy, sum_dy_xhat, dpool, choice, x, p, H, W);
+}
+template <class Store>
+void plane_pool_dx(float* dx, const float* dpool, const uint8_t* choice, const float* x, PlaneNorm p, float dnorm_mean,
+                   float dnorm_norm_mean, int64_t H, int64_t W) {
+    if (W / 2 >= 8) return norm_pool_relu_dx<Floats8, Store>(dx, dpool, choice, x, p, dnorm_mean, dnorm_norm_mean, H, W);
+    norm_pool_relu_dx<Floats4, Store>(dx, dpool, choice, x, p, dnorm_mean, dnorm_norm_mean, H, W);
+}
+
+// True when x: [N, C, H, W] is pooled inside the normalisation's pass (2x2 windows tile every
+// plane, at least 4 per row); otherwise the *_max_pool2d_relu ops run the three ops in turn.
+bool pools_in_pass(const Tensor& x) {
+    return x.dim() == 4 && x.dtype() == kFloat32 && x.size(2) % 2 == 0 && x.size(3) % 2 == 0 && x.size(3) / 2 >= 4;
+}
+
+// Choice bytes live in a bool tensor's storage (bytes 0..4, never read as bools).
+uint8_t* choice_bytes(const Tensor& t) { return reinterpret_cast<uint8_t*>(t.data_ptr<bool>()); }
+
+// batch_norm (batch statistics, one process) -> max_pool2d(2) -> relu: the backward. Per chunk of
+// channels, sample by sample in address order (as NativeBatchNormBackward): each channel's sums
+// of dy and dy * xhat, then dx.
+class BatchNormMaxPool2dReluBackward final : public OpNode {
+public:
+    int64_t N = 0, C = 0, H = 0, W = 0;
+    const char* name() const override { return "BatchNormMaxPool2dReluBackward"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
+        const uint8_t* choice = choice_bytes(saved(5));
+        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        const int64_t L = H * W, P = L / 4;
+        const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
+        float* s = sums.data();
+        double* scratch = double_scratch(2 * C);
+        const float inv_count = 1.0f / static_cast<float>(N * L);
+        const auto plane = [&](int64_t c) {
+            return PlaneNorm{mean.data()[c], mean_lo.data()[c], rstd.data()[c],
+                             weight.defined() ? weight.data()[c] : 1.0f, 0.0f};
+        };
+        const auto channels = [&]<class Store>(float* d) {
+            parallel_for(C, bn_channel_grain(N, L), [&](int64_t c0, int64_t c1) {
+                double* sum = scratch + c0;
+                double* sum_xhat = scratch + C + c0;
+                for (int64_t c = c0; c < c1; ++c) sum[c - c0] = sum_xhat[c - c0] = 0.0;
+                for (int64_t n = 0; n < N; ++n) {
+                    for (int64_t c = c0; c < c1; ++c) {
+                        const int64_t i = n * C + c;
+                        plane_pool_sums(sum[c - c0], sum_xhat[c - c0], dout.data() + i * P, choice + i * P,
+                                        x.data() + i * L, plane(c), H, W);
+                    }
+                }
+                for (int64_t c = c0; c < c1; ++c) {
+                    s[c] = static_cast<float>(sum[c - c0]);
+                    s[C + c] = static_cast<float>(sum_xhat[c - c0]);
+                }
+                if (!d) return;
+                for (int64_t n = 0; n < N; ++n) {
+                    for (int64_t c = c0; c < c1; ++c) {
+                        const int64_t i = n * C + c;
+                        const PlaneNorm p = plane(c);
+                        plane_pool_dx<Store>(d + i * L, dout.data() + i * P, choice + i * P, x.data() + i * L, p,
+                                             s[c] * p.w * inv_count, s[C + c] * p.w * inv_count, H, W);
+                    }
+                }
+            });
+        };
+        dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
+        if (db) db.store(s, C);
+        if (dw) dw.store(s + C, C);
+    }
+};
+
 }  // namespace
 }  // namespace detail
 
@@ -638,7 +887,7 @@ namespace {
 // are every rank's, from one all-gather of (count, mean, m2), and the backward all-reduces its sums.
 Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight_in, const Tensor& bias_in, bool training, std::optional<double> momentum,
-                       double eps, int64_t num_batches_tracked, bool sync, const char* op) {
+                       double eps, int64_t num_batches_tracked, bool sync, const char* op, bool pool_relu = false) {
     NORMNET_CHECK(x_in.dim() >= 2, op, ": expected an input of at least 2 dimensions [N, C, *], got shape ",
                   x_in.shape());
     for (const Tensor* t : {&x_in, &running_mean, &running_var, &weight_in, &bias_in}) {
@@ -716,6 +965,28 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
         detail::split_mean(mean_d[c], mean.data()[c], mean_lo.data()[c]);
         rstd.data()[c] = static_cast<float>(rstd_d[c]);
     }
+    if (pool_relu) {
+        // relu(max_pool2d(., 2)) of the normalised planes, written as they are normalised.
+        const int64_t H = x.size(2), W = x.size(3), P = L / 4;
+        Tensor out = empty({N, C, H / 2, W / 2}), choice = empty({N * C * P}, kBool);
+        uint8_t* bytes = detail::choice_bytes(choice);
+        detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
+            for (int64_t n = 0; n < N; ++n) {
+                for (int64_t c = c0; c < c1; ++c) {
+                    const int64_t i = n * C + c;
+                    const detail::PlaneNorm p{mean.data()[c], mean_lo.data()[c], rstd.data()[c],
+                                              weight.defined() ? weight.data()[c] : 1.0f,
+                                              bias.defined() ? bias.data()[c] : 0.0f};
+                    detail::plane_pool_forward(out.data() + i * P, bytes + i * P, x.data() + i * L, p, H, W);
+                }
+            }
+        });
+        if (auto* node = detail::record<detail::BatchNormMaxPool2dReluBackward>(
+                out, {x, weight, bias}, {x, weight, mean, mean_lo, rstd, choice})) {
+            node->N = N, node->C = C, node->H = H, node->W = W;
+        }
+        return out;
+    }
     Tensor out = empty(x.shape());
     if (N * L > 0) {
         detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
@@ -747,6 +1018,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   int64_t num_batches_tracked) {
     return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, num_batches_tracked,
                            false, "batch_norm");
+}
+
+Tensor batch_norm_max_pool2d_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                                  const Tensor& weight, const Tensor& bias, bool training, std::optional<double> momentum,
+                                  double eps, int64_t num_batches_tracked) {
+    if (!training || !detail::pools_in_pass(x) || x.size(0) * x.size(1) == 0) {
+        return relu(max_pool2d(batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                                          num_batches_tracked),
+                               2));
+    }
+    return batch_norm_impl(x, running_mean, running_var, weight, bias, true, momentum, eps, num_batches_tracked, false,
+                           "batch_norm", true);
 }
 
 Tensor dist::sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
@@ -864,9 +1147,101 @@ public:
     }
 };
 
-// group_norm, also returning each group's double mean and biased variance in `stats` ([N * G, 2]) when given.
+// group_norm -> max_pool2d(2) -> relu (the pass of the normalisations above): per group of
+// rows [first, first + rows) of x: [N * G, Cg, H, W], the statistics as group_norm_forward takes
+// them, then each channel's plane normalised, pooled and rectified into out: [rows, Cg, H/2,
+// W/2] with its choice bytes.
+void group_norm_pool_forward(float* __restrict out, uint8_t* __restrict choice, float* __restrict mean,
+                             float* __restrict mean_lo, float* __restrict rstd, double* __restrict stats,
+                             const float* __restrict inp, const float* __restrict weight, const float* __restrict bias,
+                             int64_t first, int64_t rows, int64_t G, int64_t Cg, int64_t H, int64_t W, double eps) {
+    const int64_t L = H * W, M = Cg * L, P = L / 4;
+    for (int64_t r = 0; r < rows; ++r) {
+        double m, sq;
+        mean_and_m2(inp + r * M, M, m, sq);
+        const double var = M > 0 ? sq / static_cast<double>(M) : 0.0;
+        split_mean(m, mean[r], mean_lo[r]);
+        rstd[r] = static_cast<float>(1.0 / std::sqrt(var + eps));
+        if (stats) stats[2 * r] = m, stats[2 * r + 1] = var;
+        const int64_t c0 = ((first + r) % G) * Cg;
+        for (int64_t c = 0; c < Cg; ++c) {
+            const PlaneNorm p{mean[r], mean_lo[r], rstd[r], weight ? weight[c0 + c] : 1.0f, bias ? bias[c0 + c] : 0.0f};
+            const int64_t i = r * Cg + c;
+            plane_pool_forward(out + i * P, choice + i * P, inp + i * L, p, H, W);
+        }
+    }
+}
+
+// Its backward for the same rows (Store for dinp, may be null); dweight, dbias: [C] += (may be
+// null): per group, each channel's sums (the parameter gradients, and weighted by the channels'
+// weights the group's two means), then dx, as group_norm_backward.
+template <class Store>
+void group_norm_pool_backward(float* __restrict dinp, float* __restrict dweight, float* __restrict dbias,
+                              const float* __restrict dpool, const uint8_t* __restrict choice,
+                              const float* __restrict inp, const float* __restrict mean,
+                              const float* __restrict mean_lo, const float* __restrict rstd,
+                              const float* __restrict weight, int64_t first, int64_t rows, int64_t G, int64_t Cg,
+                              int64_t H, int64_t W) {
+    const int64_t L = H * W, M = Cg * L, P = L / 4;
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t c0 = ((first + r) % G) * Cg;
+        double dnorm_sum = 0.0, dnorm_xhat_sum = 0.0;
+        for (int64_t c = 0; c < Cg; ++c) {
+            const int64_t i = r * Cg + c;
+            double a = 0.0, b = 0.0;
+            plane_pool_sums(a, b, dpool + i * P, choice + i * P, inp + i * L, PlaneNorm{mean[r], mean_lo[r], rstd[r], 1.0f, 0.0f},
+                            H, W);
+            if (dbias) dbias[c0 + c] += static_cast<float>(a);
+            if (dweight) dweight[c0 + c] += static_cast<float>(b);
+            const double w = weight ? weight[c0 + c] : 1.0f;
+            dnorm_sum += w * a;
+            dnorm_xhat_sum += w * b;
+        }
+        if (!dinp) continue;
+        const float dnorm_mean = static_cast<float>(dnorm_sum / static_cast<double>(M));
+        const float dnorm_norm_mean = static_cast<float>(dnorm_xhat_sum / static_cast<double>(M));
+        for (int64_t c = 0; c < Cg; ++c) {
+            const int64_t i = r * Cg + c;
+            const PlaneNorm p{mean[r], mean_lo[r], rstd[r], weight ? weight[c0 + c] : 1.0f, 0.0f};
+            plane_pool_dx<Store>(dinp + i * L, dpool + i * P, choice + i * P, inp + i * L, p, dnorm_mean, dnorm_norm_mean,
+                                 H, W);
+        }
+    }
+}
+
+class GroupNormMaxPool2dReluBackward final : public OpNode {
+public:
+    int64_t N = 0, C = 0, H = 0, W = 0, G = 1;
+    const char* name() const override { return "GroupNormMaxPool2dReluBackward"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
+        const uint8_t* choice = choice_bytes(saved(5));
+        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        const int sums = (dw ? 1 : 0) + (db ? 1 : 0);
+        const int64_t Cg = C / G, M = Cg * H * W, Q = Cg * H * W / 4;
+        const auto rows = [&]<class Store>(float* d) {
+            return rows_with_partial_sums(
+                N * G, C, sums,
+                [&](int64_t row, int64_t count, float* slot) {
+                    group_norm_pool_backward<Store>(d ? d + row * M : nullptr, dw ? slot : nullptr,
+                                                    db ? slot + (dw ? C : 0) : nullptr, dout.data() + row * Q,
+                                                    choice + row * Q, x.data() + row * M, mean.data() + row,
+                                                    mean_lo.data() + row, rstd.data() + row, data_or_null(weight), row,
+                                                    count, G, Cg, H, W);
+                },
+                group_grain(M));
+        };
+        const Tensor param_sums = dx.fresh ? rows.template operator()<Overwrite>(dx.data)
+                                           : rows.template operator()<Accumulate>(dx.data);
+        if (dw) dw.store(param_sums.data(), C);
+        if (db) db.store(param_sums.data() + (dw ? C : 0), C);
+    }
+};
+
+// group_norm, also returning each group's double mean and biased variance in `stats` ([N * G, 2]) when given;
+// with pool_relu, relu(max_pool2d(group_norm(x), 2)) in one pass (x: [N, C, H, W], pools_in_pass).
 Tensor group_norm_impl(const Tensor& x_in, int64_t G, const Tensor& weight_in, const Tensor& bias_in, double eps,
-                       double* stats, const char* op) {
+                       double* stats, const char* op, bool pool_relu = false) {
     for (const Tensor* t : {&x_in, &weight_in, &bias_in}) {
         NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, op, ": expected float32 tensors, got ", t->dtype());
     }
@@ -883,7 +1258,23 @@ Tensor group_norm_impl(const Tensor& x_in, int64_t G, const Tensor& weight_in, c
     }
     const int64_t L = spatial_size(x_in), Cg = C / G, M = Cg * L;
     const Tensor x = x_in.contiguous(), weight = contiguous_or_empty(weight_in), bias = contiguous_or_empty(bias_in);
-    Tensor out = empty(x.shape()), mean = empty({N * G}), mean_lo = empty({N * G}), rstd = empty({N * G});
+    Tensor mean = empty({N * G}), mean_lo = empty({N * G}), rstd = empty({N * G});
+    if (pool_relu) {
+        const int64_t H = x.size(2), W = x.size(3), Q = M / 4;
+        Tensor out = empty({N, C, H / 2, W / 2}), choice = empty({N * G * Q}, kBool);
+        uint8_t* bytes = choice_bytes(choice);
+        parallel_for(N * G, group_grain(M), [&](int64_t b, int64_t e) {
+            group_norm_pool_forward(out.data() + b * Q, bytes + b * Q, mean.data() + b, mean_lo.data() + b,
+                                    rstd.data() + b, stats ? stats + 2 * b : nullptr, x.data() + b * M,
+                                    data_or_null(weight), data_or_null(bias), b, e - b, G, Cg, H, W, eps);
+        });
+        if (auto* node = record<GroupNormMaxPool2dReluBackward>(out, {x, weight, bias},
+                                                                {x, weight, mean, mean_lo, rstd, choice})) {
+            node->N = N, node->C = C, node->H = H, node->W = W, node->G = G;
+        }
+        return out;
+    }
+    Tensor out = empty(x.shape());
     parallel_for(N * G, group_grain(M), [&](int64_t b, int64_t e) {
         group_norm_forward(out.data() + b * M, mean.data() + b, mean_lo.data() + b, rstd.data() + b,
                            stats ? stats + 2 * b : nullptr, x.data() + b * M, data_or_null(weight), data_or_null(bias),
@@ -900,6 +1291,14 @@ Tensor group_norm_impl(const Tensor& x_in, int64_t G, const Tensor& weight_in, c
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
     return detail::group_norm_impl(x, num_groups, weight, bias, eps, nullptr, "group_norm");
+}
+
+Tensor group_norm_max_pool2d_relu(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                                  double eps) {
+    if (!detail::pools_in_pass(x) || x.size(0) * x.size(1) == 0) {
+        return relu(max_pool2d(group_norm(x, num_groups, weight, bias, eps), 2));
+    }
+    return detail::group_norm_impl(x, num_groups, weight, bias, eps, nullptr, "group_norm", true);
 }
 
 Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,

@@ -106,6 +106,9 @@ private:
 class NORMNET_API BatchNormBase : public NormBase {
 public:
     Tensor forward(const Tensor& x) override;
+    /// relu(max_pool2d(forward(x), 2)), a CNN block's norm -> MaxPool2d(2) -> ReLU, as one op
+    /// where the norm's op fuses it (*_max_pool2d_relu); the same state updates as forward.
+    Tensor forward_max_pool2d_relu(const Tensor& x);
     /// The options given at construction.
     const BatchNormOptions& options() const { return common(); }
     /// Training statistics over every rank of the process group (dist::sync_batch_norm) instead
@@ -119,6 +122,7 @@ protected:
     virtual void check_input_dim(const Tensor& x) const = 0;
 
 private:
+    Tensor forward_impl(const Tensor& x, bool pool_relu);
     bool sync_stats_ = false;
 };
 
@@ -174,6 +178,9 @@ public:
     /// InstanceNorm2d(32), as torch::nn::InstanceNorm2d(32).
     explicit InstanceNorm2d(int64_t num_features) : InstanceNorm2d(InstanceNorm2dOptions{num_features}) {}
     Tensor forward(const Tensor& x) override;
+    /// relu(max_pool2d(forward(x), 2)), a CNN block's norm -> MaxPool2d(2) -> ReLU, as one op
+    /// where the norm's op fuses it (*_max_pool2d_relu); the same state updates as forward.
+    Tensor forward_max_pool2d_relu(const Tensor& x);
     std::string type_name() const override { return "InstanceNorm2d"; }
     std::shared_ptr<Module> clone() const override { return clone_of(*this); }
     /// The options given at construction.
@@ -203,6 +210,9 @@ public:
     GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true)
         : GroupNorm(GroupNormOptions{num_groups, num_channels, eps, affine}) {}
     Tensor forward(const Tensor& x) override;
+    /// relu(max_pool2d(forward(x), 2)), a CNN block's norm -> MaxPool2d(2) -> ReLU, as one op
+    /// where the norm's op fuses it (*_max_pool2d_relu); the same state updates as forward.
+    Tensor forward_max_pool2d_relu(const Tensor& x);
     std::string type_name() const override { return "GroupNorm"; }
     std::string extra_repr() const override;
     /// Sets weight 1, bias 0.
