@@ -317,8 +317,8 @@ void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
                       "every rank's, as one process over the global batch (sync)")
         ->check(CLI::IsMember({"local", "sync"}))->capture_default_str();
     train->add_flag("--recompute", c.recompute,
-                    "Activation checkpointing: each block keeps only its input and runs again in backward (less "
-                    "memory, about a third more compute; not with --norm batch)");
+                    "Activation checkpointing: each block keeps only its input and runs its forward again in "
+                    "backward (less memory, more time; not with --norm batch)");
     train->add_option("--out", args->out, "Run folder (default: runs/lm_<date-time>)");
     train->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
     train->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");
