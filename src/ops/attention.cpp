@@ -38,29 +38,37 @@ void scale_row(float* out, int64_t S, float inv) {
     for (int64_t j = 0; j < S; ++j) out[j] *= inv;
 }
 
+// Columns of row i that a causal mask leaves (j <= i); the others' weights are exactly 0
+// (exp(-inf) in the full row), so neither softmax computes them: the same results for half the exps.
+int64_t row_extent(int64_t i, int64_t S, bool causal) { return causal ? std::min(S, i + 1) : S; }
+
 // p: [L, S] = softmax over each row of s: [L, S] (in place: s may be p), and stats: [L, 2] each
 // row's maximum and 1 / sum, what softmax_rows_again needs; a row that is all -inf gives NaN, as torch.
-void softmax_rows(float* p, float* __restrict stats, const float* s, int64_t L, int64_t S) {
+void softmax_rows(float* p, float* __restrict stats, const float* s, int64_t L, int64_t S, bool causal) {
     for (int64_t i = 0; i < L; ++i) {
         const float* row = s + i * S;
         float* out = p + i * S;
+        const int64_t n = row_extent(i, S, causal);
         float m = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < S; ++j) m = std::max(m, row[j]);
-        exp_shifted(out, row, S, m);
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j]);
+        exp_shifted(out, row, n, m);
         double sum = 0.0;
-        for (int64_t j = 0; j < S; ++j) sum += out[j];
+        for (int64_t j = 0; j < n; ++j) sum += out[j];
         const auto inv = static_cast<float>(1.0 / sum);
-        scale_row(out, S, inv);
+        scale_row(out, n, inv);
+        std::fill(out + n, out + S, 0.0f);
         stats[2 * i] = m;
         stats[2 * i + 1] = inv;
     }
 }
 
 // p: [L, S] = softmax_rows's output again, from the same scores s (in place: s may be p) and its stats.
-void softmax_rows_again(float* p, const float* __restrict stats, const float* s, int64_t L, int64_t S) {
+void softmax_rows_again(float* p, const float* __restrict stats, const float* s, int64_t L, int64_t S, bool causal) {
     for (int64_t i = 0; i < L; ++i) {
-        exp_shifted(p + i * S, s + i * S, S, stats[2 * i]);
-        scale_row(p + i * S, S, stats[2 * i + 1]);
+        const int64_t n = row_extent(i, S, causal);
+        exp_shifted(p + i * S, s + i * S, n, stats[2 * i]);
+        scale_row(p + i * S, n, stats[2 * i + 1]);
+        std::fill(p + i * S + n, p + (i + 1) * S, 0.0f);
     }
 }
 
@@ -127,7 +135,7 @@ struct Attention {
     float scale = 1.0f, keep_scale = 1.0f;  // keep_scale = 1 / (1 - dropout_p)
     bool dropout = false, causal = false;
 
-    // p: [L, S] = slice b's scores, scale * q @ k^T (+ mask, causal), which the softmax then
+    // p: [L, S] = slice b's scores, scale * q @ k^T (+ mask), which the softmax then
     // takes in place: in the forward, and again in the backward.
     void scores(float* p, int64_t b, const Slices& q, const Slices& k, const Tensor& mask) const {
         const int64_t L = d.L, S = d.S, E = d.E;
@@ -136,11 +144,7 @@ struct Attention {
             const float* m = mask.data() + (mask.size(0) == 1 ? 0 : b * L * S);
             for (int64_t i = 0; i < L * S; ++i) p[i] += m[i];
         }
-        if (causal) {
-            for (int64_t i = 0; i < L; ++i) {
-                for (int64_t j = i + 1; j < S; ++j) p[i * S + j] = -std::numeric_limits<float>::infinity();
-            }
-        }
+        // (a causal mask is applied by the softmaxes, which skip the masked columns)
     }
 
     // w: [L, S] = the weights after dropout, from p (slice b's kept positions).
@@ -160,7 +164,7 @@ struct Attention {
             float* w = dropout ? p + L * S : p;  // what multiplies v
             for (int64_t b = b0; b < b1; ++b) {
                 scores(p, b, q, k, mask);
-                softmax_rows(p, stats + b * L * 2, p, L, S);
+                softmax_rows(p, stats + b * L * 2, p, L, S, causal);
                 if (dropout) drop(w, p, b, keep);
                 // out: [L, Ev] = w @ v
                 gemm(false, false, L, Ev, S, 1.0f, w, S, v[b], v.ld, 0.0f, out[b], out.ld);
@@ -181,7 +185,7 @@ struct Attention {
             for (int64_t b = b0; b < b1; ++b) {
                 // The softmax's output, as the forward computed it.
                 scores(p, b, q, k, mask);
-                softmax_rows_again(p, stats + b * L * 2, p, L, S);
+                softmax_rows_again(p, stats + b * L * 2, p, L, S, causal);
                 // dv: [S, Ev] = w^T @ dout, w the weights v was multiplied by (after dropout; ds
                 // holds them until dp overwrites it)
                 if (dv) {
