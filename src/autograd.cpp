@@ -3,6 +3,9 @@
 // depth-first search, so graphs of any depth work; each node writes its inputs' gradients into
 // their producers' buffers, then drops its saved tensors. Leaves receive gradients through an
 // AccumulateGrad node whose buffer is the leaf's .grad itself.
+#include <algorithm>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -18,6 +21,7 @@ Node::~Node() = default;
 namespace {
 thread_local bool g_grad_mode = true;
 thread_local bool g_poison_fresh = false;
+thread_local bool g_keep_saved_outputs = false;
 uint64_t g_visit_epoch = 0;
 }  // namespace
 
@@ -29,6 +33,8 @@ namespace detail {
 
 PoisonFreshGradients::PoisonFreshGradients() : previous_(g_poison_fresh) { g_poison_fresh = true; }
 PoisonFreshGradients::~PoisonFreshGradients() { g_poison_fresh = previous_; }
+KeepSavedOutputs::KeepSavedOutputs() : previous_(g_keep_saved_outputs) { g_keep_saved_outputs = true; }
+KeepSavedOutputs::~KeepSavedOutputs() { g_keep_saved_outputs = previous_; }
 
 namespace {
 
@@ -111,6 +117,9 @@ OpNode::~OpNode() {
     for (size_t i = 0; i < next_.size(); ++i) {
         if (next_[i]) pending.push_back(std::move(next_[i]));
     }
+    for (auto& producer : saved_recipe_) {  // recipes link producers too
+        if (producer) pending.push_back(std::move(producer));
+    }
     if (draining) return;  // an outer destructor is already emptying `pending`
     draining = true;
     while (!pending.empty()) {
@@ -119,6 +128,9 @@ OpNode::~OpNode() {
         if (node.use_count() == 1) {
             for (size_t i = 0; i < node->next_.size(); ++i) {
                 if (node->next_[i]) pending.push_back(std::move(node->next_[i]));
+            }
+            for (auto& producer : node->saved_recipe_) {
+                if (producer) pending.push_back(std::move(producer));
             }
         }
     }  // `node` dies here with no edges left, so its destructor does not recurse
@@ -168,9 +180,41 @@ void OpNode::check_saved() const {
     }
 }
 
+void OpNode::restore_saved() {
+    for (size_t i = 0; i < saved_.size(); ++i) {
+        const std::shared_ptr<OpNode> producer = std::move(saved_recipe_[i]);
+        if (!producer) continue;  // saved itself, or restored already
+        std::shared_ptr<TensorImpl> original = saved_original_[i].lock();
+        saved_original_[i].reset();
+        if (original) {
+            // Still held elsewhere: read it, as any saved tensor, if it is unchanged.
+            const Tensor t = Tensor(std::move(original)).detach();
+            if (t.version() != saved_version_[i]) {
+                fail("one of the variables needed for gradient computation has been modified by an inplace "
+                     "operation: ", describe(t), ", which is saved by ", name(), ", is at version ", t.version(),
+                     "; expected version ", saved_version_[i], " instead");
+            }
+            saved_[i] = t;
+            continue;
+        }
+        // Gone: nobody can read it, so recomputing gives what was saved (whatever happened to the
+        // tensor after, as long as the producer's own saved tensors are intact).
+        NORMNET_CHECK(!producer->released_, name(), ": a tensor it saved was made by ", producer->name(),
+                      ", whose saved tensors an earlier backward() freed; recompute the forward pass");
+        producer->restore_saved();  // its own saved tensors may be recipes too
+        producer->check_saved();
+        Tensor out = empty(producer->out_shape_);
+        producer->recompute_output(out.data());
+        saved_version_[i] = out.version();
+        saved_[i] = std::move(out);
+    }
+}
+
 void OpNode::release() {
     released_ = true;
     for (Tensor& t : saved_) t = Tensor();
+    for (auto& producer : saved_recipe_) producer.reset();
+    for (auto& original : saved_original_) original.reset();
 }
 
 bool any_requires_grad(TensorRefs inputs) {
@@ -192,6 +236,21 @@ void connect(OpNode& node, size_t slot, const Tensor& t) {
     node.next_[slot] = producer;
 }
 
+// The producer that can recompute t for a node saving it, or null: t must be its producer's
+// whole output (not a view, contiguous), unchanged since the producer made it (so in-place
+// results, and tensors updated under NoGradGuard, are saved themselves), and not out's buffer.
+OpNode* recipe_for(const Tensor& t, const Tensor& out) {
+    if (g_keep_saved_outputs || !t.defined() || t.dtype() != kFloat32) return nullptr;
+    const TensorImpl& impl = t.impl();
+    OpNode* producer = impl.grad_fn.get();
+    if (!producer || impl.is_view || impl.offset != 0 || !producer->recomputes_output() || producer->released_ ||
+        impl.shape != producer->out_shape_ || !t.is_contiguous() || t.version() != producer->out_version_ ||
+        (out.defined() && impl.storage == out.impl().storage)) {
+        return nullptr;
+    }
+    return producer;
+}
+
 // Saves `saved` in the node with their versions, and makes `out` its output.
 void finish(const std::shared_ptr<OpNode>& node, Tensor& out, TensorRefs saved) {
     NORMNET_CHECK(saved.size() <= static_cast<size_t>(kMaxSaved), node->name(), ": a node saves at most ", kMaxSaved,
@@ -200,10 +259,16 @@ void finish(const std::shared_ptr<OpNode>& node, Tensor& out, TensorRefs saved) 
         // Saved without their history: a saved output would keep its own node alive, and a saved
         // input its producer (so freeing a long graph would recurse through saved tensors).
         const Tensor& t = saved[i];
-        node->saved_[i] = t.defined() ? t.detach() : Tensor();
         node->saved_version_[i] = t.defined() ? t.version() : 0;
+        if (recipe_for(t, out) != nullptr) {
+            node->saved_recipe_[i] = t.impl().grad_fn;
+            node->saved_original_[i] = t.impl_ptr();
+            continue;
+        }
+        node->saved_[i] = t.defined() ? t.detach() : Tensor();
     }
     node->out_shape_ = out.shape();
+    node->out_version_ = out.version();
     TensorImpl& impl = out.impl();
     impl.requires_grad = true;
     impl.grad_fn = node;
@@ -248,9 +313,22 @@ void run_backward(const Tensor& root, const Tensor& grad) {
                   "Trying to backward through the graph a second time: its saved tensors were freed by the first "
                   "backward (recompute the forward pass)");
 
-    // Post-order depth-first search without recursion: producers end up before consumers.
-    thread_local std::vector<std::pair<OpNode*, int>> stack;
-    thread_local std::vector<OpNode*> order;
+    // Post-order depth-first search without recursion: producers end up before consumers. A
+    // checkpoint's backward runs a backward of its own inside this one, so each depth has its
+    // own lists (a deque: adding a depth moves no other's; kept, so no step allocates them again).
+    struct Lists {
+        std::vector<std::pair<OpNode*, int>> stack;
+        std::vector<OpNode*> order;
+    };
+    thread_local std::deque<Lists> lists;
+    thread_local size_t depth = 0;
+    if (lists.size() <= depth) lists.emplace_back();
+    auto& [stack, order] = lists[depth];
+    struct Depth {
+        explicit Depth(size_t& d) : d_(d) { ++d_; }
+        ~Depth() { --d_; }
+        size_t& d_;
+    } const nested(depth);
     stack.clear();
     order.clear();
     const uint64_t mark = ++g_visit_epoch;
@@ -279,6 +357,7 @@ void run_backward(const Tensor& root, const Tensor& grad) {
             if (dynamic_cast<AccumulateGrad*>(node) != nullptr) continue;
             if (node->grad_.defined()) {
                 node->check_saved();
+                node->restore_saved();
                 node->backward(node->grad_);
                 node->grad_ = Tensor();
             }
@@ -288,5 +367,83 @@ void run_backward(const Tensor& root, const Tensor& grad) {
     order.clear();
 }
 
+namespace {
+
+// Grad mode on for its lifetime: a checkpoint's backward records its re-run inside backward's
+// NoGradGuard.
+class EnableGrad {
+public:
+    EnableGrad() : previous_(g_grad_mode) { g_grad_mode = true; }
+    ~EnableGrad() { g_grad_mode = previous_; }
+    EnableGrad(const EnableGrad&) = delete;
+    EnableGrad& operator=(const EnableGrad&) = delete;
+
+private:
+    bool previous_;
+};
+
+// checkpoint()'s node: saves fn's input only; its backward runs fn again, recording, and
+// backpropagates dout through that graph (the parameters' gradients accumulate on the way; the
+// input's is read from a detached copy and written by the one rule).
+class CheckpointBackward final : public OpNode {
+public:
+    std::function<Tensor(const Tensor&)> fn;
+    std::array<uint64_t, 4> rng{};  // the default generator before the forward, for the same dropout draws
+    const char* name() const override { return "CheckpointFunctionBackward"; }
+    void backward(const Tensor& dout) override {
+        Tensor input = saved(0).detach();
+        input.requires_grad_();
+        Tensor out;
+        {
+            EnableGrad grad;
+            Generator& generator = default_generator();
+            const std::array<uint64_t, 4> now = generator.state();
+            generator.set_state(rng);
+            try {
+                out = fn(input);
+            } catch (...) {
+                generator.set_state(now);
+                throw;
+            }
+            generator.set_state(now);
+        }
+        NORMNET_CHECK(out.defined() && out.shape() == out_shape_, "checkpoint: the function returned ",
+                      out.defined() ? out.shape().str() : std::string("an undefined tensor"), " when run again in "
+                      "backward, not ", out_shape_.str(), " as in the forward");
+        if (out.requires_grad()) run_backward(out, dout);
+        const GradOut dx = grad_out(0);
+        if (!dx) return;
+        const Tensor g = input.grad();
+        if (g.defined()) {
+            dx.store(g.data(), g.numel());
+        } else if (dx.fresh) {
+            std::fill_n(dx.data, saved(0).numel(), 0.0f);  // fn's output did not depend on its input
+        }
+    }
+};
+
+}  // namespace
 }  // namespace detail
+
+Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& input) {
+    NORMNET_CHECK(static_cast<bool>(fn), "checkpoint: no function given");
+    // Nothing to save memory on: run fn as it is (as torch, which also needs an input that
+    // requires grad to record its node).
+    if (!detail::any_requires_grad({input})) return fn(input);
+    NORMNET_CHECK(input.dtype() == kFloat32, "checkpoint: expected a float32 input, got ", input.dtype());
+    const std::array<uint64_t, 4> rng = default_generator().state();
+    Tensor out;
+    {
+        NoGradGuard no_grad;
+        out = fn(input);
+    }
+    NORMNET_CHECK(out.defined() && out.dtype() == kFloat32, "checkpoint: the function must return a float32 tensor");
+    // A handle of its own: fn may return its input, or a view of it, whose history must stay.
+    out = out.detach();
+    auto* node = detail::record<detail::CheckpointBackward>(out, {input}, {input});
+    node->fn = fn;
+    node->rng = rng;
+    return out;
+}
+
 }  // namespace normnet

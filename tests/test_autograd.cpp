@@ -1,4 +1,7 @@
 // Autograd: accumulation, backward(grad), long chains, NoGradGuard, graph release and errors.
+#include <optional>
+#include <tuple>
+
 #include "memory.hpp"
 #include "ops/op.hpp"
 #include "test_helpers.hpp"
@@ -88,10 +91,11 @@ TEST_CASE("autograd: saved tensors are released after backward, while the graph'
     }
     const int64_t before = detail::buffer_bytes_in_use();
     Tensor loss = cross_entropy(model(x), y);
-    // Forward keeps the activations the nodes saved: ReLU's and LayerNorm's outputs [16, 64]
-    // (the second Linear's input), LayerNorm's statistics, the logits, ...
+    // Forward keeps the activations the nodes saved: ReLU's output [16, 64] (LayerNorm's input),
+    // LayerNorm's statistics, the logits, ... (not LayerNorm's output, the second Linear's input:
+    // that is recomputed in backward).
     const int64_t during = detail::buffer_bytes_in_use();
-    CHECK(during - before > 2 * 16 * 64 * 4);
+    CHECK(during - before > 16 * 64 * 4);
     loss.backward();
     // The root and its graph of nodes are still alive, but every saved tensor has been freed:
     // only the loss's own one-element buffer remains.
@@ -177,4 +181,140 @@ TEST_CASE("autograd: backwards that write dx over dout (ReLU, BatchNorm on image
             CHECK(dy.to_vector() == dy_before.to_vector());
         }
     }
+}
+
+TEST_CASE("autograd: a saved output of GELU or LayerNorm is recomputed in backward, not kept, with the same gradients",
+          "[autograd]") {
+    // Linear saves its input for dW = dy^T x; when that input is the output of a node that can
+    // recompute it (GELU from its input, LayerNorm from its input and statistics), the engine keeps
+    // a recipe instead of the buffer. The gradients must be the kept buffer's bit for bit.
+    Generator gen(7);
+    const Tensor w = randn({5, 16}, gen).requires_grad_(), b = randn({5}, gen).requires_grad_();
+    const Tensor lw = randn({16}, gen).requires_grad_(), lb = randn({16}, gen).requires_grad_();
+    struct Case {
+        const char* name;
+        std::function<Tensor(const Tensor&)> f;
+        int64_t not_held;  // [3, 4, 16] buffers the recipes spare
+    };
+    const std::vector<Case> ops = {
+        {"gelu", [](const Tensor& h) { return gelu(h); }, 1},
+        {"gelu tanh", [](const Tensor& h) { return gelu(h, "tanh"); }, 1},
+        {"silu", [](const Tensor& h) { return silu(h); }, 1},
+        {"layer_norm", [&](const Tensor& h) { return layer_norm(h, {16}, lw, lb); }, 1},
+        {"layer_norm without affine", [](const Tensor& h) { return layer_norm(h, {16}); }, 1},
+        {"gelu of gelu", [](const Tensor& h) { return gelu(gelu(h)); }, 2},  // a recipe reading a recipe
+        {"relu (saves its output: nothing to spare)", [](const Tensor& h) { return relu(h); }, 0},
+    };
+    const Tensor x0 = mul(randn({3, 4, 16}, gen), 3.0f), dy = randn({3, 4, 5}, gen);
+    for (const auto& [name, f, not_held] : ops) {
+        INFO(name);
+        // One pass: the gradients, and what the forward left allocated.
+        const auto run = [&](bool keep) {
+            std::optional<detail::KeepSavedOutputs> guard;
+            if (keep) guard.emplace();
+            const Tensor x = x0.clone().requires_grad_();
+            for (const Tensor* p : {&w, &b, &lw, &lb}) const_cast<Tensor*>(p)->set_grad(Tensor());
+            const int64_t before = detail::buffer_bytes_in_use();
+            Tensor y = linear(f(mul(x, 1.0f)), w, b);
+            const int64_t held = detail::buffer_bytes_in_use() - before;
+            y.backward(dy);
+            std::vector<std::vector<float>> grads{x.grad().to_vector(), w.grad().to_vector(), b.grad().to_vector()};
+            if (lw.grad().defined()) grads.push_back(lw.grad().to_vector());
+            if (lb.grad().defined()) grads.push_back(lb.grad().to_vector());
+            return std::pair{grads, held};
+        };
+        const auto [recomputed, held_recomputed] = run(false);
+        const auto [kept, held_kept] = run(true);
+        CHECK(recomputed == kept);
+        CHECK(held_kept - held_recomputed == not_held * 3 * 4 * 16 * 4);
+    }
+
+    // Still held elsewhere and changed in place after it was saved: torch's error, as before.
+    {
+        const Tensor x = x0.clone().requires_grad_();
+        Tensor t = gelu(mul(x, 1.0f));
+        Tensor y = linear(t, w, b);
+        t.mul_(2.0f);
+        CHECK_THROWS_WITH(y.backward(dy), Catch::Contains("modified by an inplace operation") &&
+                                              Catch::Contains("AddmmBackward0"));
+    }
+    // Changed under NoGradGuard before it was saved (its grad_fn is still GELU's): saved itself,
+    // so dW is computed from the values Linear multiplied.
+    {
+        const Tensor x = x0.clone().requires_grad_();
+        w.set_grad(Tensor());
+        Tensor t = gelu(mul(x, 1.0f));
+        {
+            NoGradGuard no_grad;
+            t.mul_(2.0f);
+        }
+        linear(t, w, b).backward(dy);
+        const std::vector<float> dw = w.grad().to_vector();
+        w.set_grad(Tensor());
+        linear(t.detach(), w, b).backward(dy);
+        CHECK(dw == w.grad().to_vector());
+    }
+    // The producer's own saved tensors are checked before it recomputes.
+    {
+        const Tensor x = x0.clone().requires_grad_();
+        Tensor h = mul(x, 1.0f);
+        Tensor y = linear(gelu(h), w, b);
+        h.add_(1.0f);
+        CHECK_THROWS_WITH(y.backward(dy), Catch::Contains("modified by an inplace operation") &&
+                                              Catch::Contains("GeluBackward0"));
+    }
+}
+
+TEST_CASE("autograd: checkpoint gives fn's gradients, keeping only its input, and redraws the same dropout",
+          "[autograd][checkpoint][gradcheck]") {
+    Generator gen(11);
+    const Tensor w1 = mul(randn({24, 8}, gen), 0.3f).requires_grad_(), b1 = randn({24}, gen).requires_grad_();
+    const Tensor w2 = mul(randn({8, 24}, gen), 0.3f).requires_grad_();
+    // A residual feed-forward block with dropout: what a Transformer block checkpoints.
+    const auto block = [&](const Tensor& x) { return add(x, linear(dropout(gelu(linear(x, w1, b1)), 0.25), w2)); };
+    const Tensor x0 = randn({6, 8}, gen), dy = randn({6, 8}, gen);
+    const auto run = [&](bool checkpointed) {
+        manual_seed(3);
+        for (const Tensor* p : {&w1, &b1, &w2}) const_cast<Tensor*>(p)->set_grad(Tensor());
+        const Tensor x = x0.clone().requires_grad_();
+        const Tensor h = mul(x, 1.0f);
+        const int64_t before = detail::buffer_bytes_in_use();
+        const Tensor y = checkpointed ? checkpoint(block, h) : block(h);
+        const int64_t held = detail::buffer_bytes_in_use() - before;
+        const std::vector<float> out = y.to_vector();
+        y.backward(dy);
+        return std::tuple{out, held, std::vector<std::vector<float>>{x.grad().to_vector(), w1.grad().to_vector(),
+                                                                    b1.grad().to_vector(), w2.grad().to_vector()}};
+    };
+    const auto [out, held, grads] = run(false);
+    const auto [out_c, held_c, grads_c] = run(true);
+    CHECK(out_c == out);
+    CHECK(grads_c == grads);
+    CHECK(held_c == 6 * 8 * 4);  // the output only: nothing of the block's activations
+    CHECK(held > held_c + 6 * 24 * 4);
+
+    // With grad mode off, or an input that needs no gradient, fn just runs.
+    {
+        NoGradGuard no_grad;
+        CHECK(checkpoint(block, x0).grad_fn() == nullptr);
+    }
+    CHECK(checkpoint([](const Tensor& x) { return mul(x, 2.0f); }, x0).grad_fn() == nullptr);
+    // fn returning its input: the output has its own history.
+    const Tensor leaf = x0.clone().requires_grad_();
+    const Tensor same = checkpoint([](const Tensor& x) { return x; }, leaf);
+    CHECK(std::string(same.grad_fn()->name()) == "CheckpointFunctionBackward");
+    CHECK(leaf.is_leaf());
+    same.backward(dy);
+    CHECK(leaf.grad().to_vector() == dy.to_vector());
+
+    // The gradient checker, through checkpoint, for the input (the parameters' gradients are the
+    // plain block's above; gradcheck would pass them as non-leaf copies, whose graph the first
+    // re-run frees, as torch's reentrant checkpoint does: fn reads parameters as leaves).
+    const GradcheckResult r = gradcheck(
+        [&](const std::vector<Tensor>& in) {
+            return checkpoint([&](const Tensor& x) { return linear(gelu(linear(x, w1, b1)), w2); }, in[0]);
+        },
+        {x0.clone().requires_grad_()});
+    INFO(r.message);
+    CHECK(r.ok);
 }

@@ -1,7 +1,7 @@
 // What a CharTransformer step holds at its peak, against what its backward needs: the tensors
 // the ops save (counted by hand below from the model's sizes) plus a few gradients in flight.
-// One more saved [B, T, d_model] tensor per block (a copy where a view would do) would push the
-// step over the bound.
+// One more saved [B, T, d_model] tensor per block (a copy where a view would do, or a norm's
+// output kept instead of recomputed) would push the step over the bound.
 #include "memory.hpp"
 #include "normnet/models/char_transformer.hpp"
 #include "test_helpers.hpp"
@@ -19,17 +19,20 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     step();  // the parameters' gradients exist from here on
 
     // Floats saved per token. Each block: its input and the input after attention (saved by the
-    // norms), the two norms' outputs (saved by in_proj and linear1), q k v (in_proj's output,
-    // read in place), the attention weights (H x T per query), the heads' output (out_proj's
-    // input), linear1's output and its GELU (saved by GELU and linear2); with the norms'
-    // statistics (mean and rstd in double). After the blocks: the final norm's input and output
-    // and the logits and their softmax.
-    const int64_t per_block = 8 * d + 2 * ff + H * T + 2 * 4;
-    const int64_t saved = B * T * (layers * per_block + 2 * d + 4 + 2 * V) * 4;
-    // Gradients in flight at the peak, when backward starts: the logits' and the input gradients
-    // of the head and the final norm (later gradients take the place of saved tensors already
-    // freed; the weights' gradients exist before the step).
-    const int64_t in_flight = B * T * (V + 2 * d) * 4;
+    // norms), q k v (in_proj's output, read in place), each query row's softmax maximum and
+    // 1 / sum per head (the attention weights are recomputed from them), the heads' output
+    // (out_proj's input), linear1's output (saved by GELU); with the norms' statistics (mean and
+    // rstd in double). Not the norms' outputs nor the GELU's (the inputs of in_proj, linear1 and
+    // linear2): those are recomputed in backward from what the norms and the GELU save. After the
+    // blocks: the final norm's input (its output, the head's input, is recomputed too) and the
+    // logits and their softmax.
+    const int64_t per_block = 6 * d + ff + 2 * H + 2 * 4;
+    const int64_t saved = B * T * (layers * per_block + d + 4 + 2 * V) * 4;
+    // Gradients in flight at the peak, now in the last block's feed-forward backward: linear2's
+    // input recomputed (the GELU's output) and its gradient, ff floats each, and the gradient of
+    // the block's output (the head's and the final norm's saved tensors, freed by then, make
+    // room for the residual stream's gradient; the weights' gradients exist before the step).
+    const int64_t in_flight = B * T * (2 * ff + d) * 4;
 
     const int64_t before = detail::buffer_bytes_in_use();
     detail::reset_peak_buffer_bytes_in_use();
@@ -39,4 +42,46 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     CHECK(peak <= saved + in_flight);
     CHECK(peak >= saved);  // the count above is not loose: it is what the step must hold
     CHECK(detail::buffer_bytes_in_use() == before);  // and all of it is given back
+}
+
+TEST_CASE("models memory: checkpointed blocks give the same step for less memory", "[models][memory][checkpoint]") {
+    const int64_t V = 40, B = 4, T = 32, d = 32, layers = 3, H = 2;
+    Generator gen(1);
+    const Tensor x = randint(V, {B, T}, gen), y = randint(V, {B * T}, gen);
+    struct Step {
+        float loss;
+        std::vector<std::vector<float>> grads;
+        int64_t peak;
+    };
+    const auto run = [&](bool checkpoint_blocks) {
+        manual_seed(0);
+        models::CharTransformer model(models::CharTransformerOptions{.vocab_size = V,
+                                                                     .context = T,
+                                                                     .d_model = d,
+                                                                     .n_layers = layers,
+                                                                     .n_heads = H,
+                                                                     .checkpoint_blocks = checkpoint_blocks});
+        const auto step = [&] {
+            Tensor loss = cross_entropy(model.forward(x).reshape({-1, V}), y);
+            loss.backward();
+            return loss.item();
+        };
+        step();  // the parameters' gradients exist from here on
+        for (auto& p : model.parameters()) p.grad().zero_();
+        const int64_t before = detail::buffer_bytes_in_use();
+        detail::reset_peak_buffer_bytes_in_use();
+        Step s;
+        s.loss = step();
+        s.peak = detail::peak_buffer_bytes_in_use() - before;
+        for (const auto& p : model.parameters()) s.grads.push_back(p.grad().to_vector());
+        return s;
+    };
+    const Step plain = run(false), checkpointed = run(true);
+    CHECK(checkpointed.loss == plain.loss);
+    CHECK(checkpointed.grads == plain.grads);
+    INFO("peak " << plain.peak << " bytes plain, " << checkpointed.peak << " with checkpointed blocks");
+    // Between forward and backward a checkpointed block keeps only its input (d floats per token)
+    // instead of its activations (6 d + ff + ... floats), and one block's activations exist again
+    // at a time in backward.
+    CHECK(checkpointed.peak < plain.peak * 2 / 3);
 }

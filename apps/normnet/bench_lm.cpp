@@ -25,7 +25,7 @@ constexpr int kBenchRepeats = 3;
 // The options the LM bench reads; any other option given is an error for --model lm.
 const std::set<std::string> kBenchLmOptions{"--model", "--batch-sizes", "--norms", "--norm-placement", "--steps",
                                             "--warmup-steps", "--epochs", "--data", "--text", "--context", "--d-model",
-                                            "--layers", "--heads", "--threads", "--json", "--help"};
+                                            "--layers", "--heads", "--threads", "--json", "--recompute", "--help"};
 
 }  // namespace
 
@@ -49,6 +49,11 @@ void add_bench_lm_options(CLI::App& cmd) {
     add_lm_option(cmd, "--layers", "Transformer blocks" + lm + " [4]");
     add_lm_option(cmd, "--heads", "Attention heads per block" + lm + " [4]");
     add_lm_option(cmd, "--norm-placement", "pre or post" + lm + " [pre]");
+    if (cmd.get_option_no_throw("--recompute") == nullptr) {
+        cmd.add_flag("--recompute")
+            ->description("Activation checkpointing of each block, as lm train --recompute" + lm)
+            ->group(kLmOptionGroup);
+    }
 }
 
 void run_bench_lm(const CLI::App& cmd) {
@@ -79,6 +84,7 @@ void run_bench_lm(const CLI::App& cmd) {
         NORMNET_CHECK(placement == "pre" || placement == "post", "--norm-placement: expected pre or post, got '", placement, "'");
         base.model.norm_first = placement == "pre";
         base.threads = given_option<int>(cmd, "--threads", 0);
+        base.recompute = cmd.count("--recompute") > 0;
         steps = given_option<int64_t>(cmd, "--steps", kBenchSteps);
         warmup_steps = given_option<int64_t>(cmd, "--warmup-steps", kBenchWarmupSteps);
         repeats = given_option<int>(cmd, "--epochs", kBenchRepeats);
@@ -107,7 +113,8 @@ void run_bench_lm(const CLI::App& cmd) {
     LmSpec spec = base.model;
     spec.vocab_size = corpus.vocab_size();
     if (!json) {
-        std::printf("normnet bench --model lm: %s, AdamW lr %g, %s, %s, %lld warm-up + %d x %s per row\n", spec.str().c_str(),
+        std::printf("normnet bench --model lm: %s%s, AdamW lr %g, %s, %s, %lld warm-up + %d x %s per row\n", spec.str().c_str(),
+                    base.recompute ? ", blocks recomputed in backward" : "",
                     base.lr, base.text.c_str(), plural(base.threads, "thread").c_str(), static_cast<long long>(warmup_steps),
                     repeats, plural(steps, "timed step").c_str());
         std::printf("%-8s %6s %12s %12s %12s %8s %10s\n", "norm", "batch", ("s/" + std::to_string(steps) + " steps").c_str(),
@@ -116,6 +123,7 @@ void run_bench_lm(const CLI::App& cmd) {
     }
     for (int64_t batch : batches) {
         StepFloor floor(lm_gemm_products(spec, batch));
+        floor.release();  // its operands come back between training intervals (untimed)
         for (const auto& norm : norms) {
             LmConfig c = base;
             c.model.norm = norm;
@@ -134,9 +142,11 @@ void run_bench_lm(const CLI::App& cmd) {
                 auto start = std::chrono::steady_clock::now();
                 until(warmup_steps + (r + 1) * steps);
                 seconds.push_back(seconds_since(start));
+                floor.acquire();
                 start = std::chrono::steady_clock::now();
                 for (int64_t s = 0; s < steps; ++s) floor.run();
                 floors.push_back(seconds_since(start));
+                floor.release();
                 ratios.push_back(seconds.back() / floors.back());
             }
             const double rss = peak_rss_mb();
@@ -149,6 +159,7 @@ void run_bench_lm(const CLI::App& cmd) {
                                          {"placement", spec.norm_first ? "pre" : "post"},
                                          {"batch", batch},
                                          {"threads", base.threads},
+                                         {"recompute", base.recompute},
                                          {"context", spec.context},
                                          {"vocab", spec.vocab_size},
                                          {"steps", steps},

@@ -22,11 +22,25 @@ FloorOperands::FloorOperands(const std::vector<Product>& whole_batch, const std:
     };
     room(whole_batch, c_whole);
     room(per_image, c_image);
-    a_.assign(a, 0.5f);
-    b_.assign(b, 0.25f);
+    a_size_ = a, b_size_ = b, c_whole_ = c_whole, c_image_ = c_image, threads_ = threads;
+    acquire();
+}
+
+void FloorOperands::acquire() {
+    if (a_.defined()) return;
+    const auto filled = [](size_t n, double v) { return full({static_cast<int64_t>(n)}, v); };
+    a_ = filled(a_size_, 0.5);
+    b_ = filled(b_size_, 0.25);
     // Whole-batch products run on thread 0's output only; the others take per-image ones.
-    c_.emplace_back(std::max(c_whole, c_image), 0.0f);
-    for (int t = 1; t < threads; ++t) c_.emplace_back(c_image, 0.0f);
+    c_.clear();
+    c_.push_back(filled(std::max(c_whole_, c_image_), 0.0));
+    for (int t = 1; t < threads_; ++t) c_.push_back(filled(c_image_, 0.0));
+}
+
+void FloorOperands::release() {
+    a_ = Tensor();
+    b_ = Tensor();
+    c_.clear();
 }
 
 int FloorPass::threads_for(int64_t images) { return images > 0 ? std::max(1, get_num_threads()) : 1; }
@@ -82,10 +96,10 @@ StepFloor::StepFloor(const std::vector<FloorLayer>& layers) {
         to.insert(to.end(), l.backward.begin(), l.backward.end());
         threads = std::max(threads, FloorPass::threads_for(l.images));
     }
-    const auto operands = std::make_shared<FloorOperands>(whole_batch, per_image, threads);
+    operands_ = std::make_shared<FloorOperands>(whole_batch, per_image, threads);
     for (const FloorLayer& l : layers) {
-        if (!l.forward.empty()) passes_.emplace_back(l.forward, l.images, operands);
-        if (!l.backward.empty()) passes_.emplace_back(l.backward, l.images, operands);
+        if (!l.forward.empty()) passes_.emplace_back(l.forward, l.images, operands_);
+        if (!l.backward.empty()) passes_.emplace_back(l.backward, l.images, operands_);
     }
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "normnet/tensor.hpp"
+
 namespace normnet::cli {
 
 /// One sgemm shape: C [M, N] = op(A) [M, K] @ op(B) [K, N].
@@ -52,10 +54,18 @@ public:
     const float* a() const { return a_.data(); }
     const float* b() const { return b_.data(); }
     float* c(int thread) { return c_[static_cast<size_t>(thread)].data(); }
+    /// Gives the buffers back to normnet's caching allocator, where the training steps that
+    /// alternate with the floor find them (the floor's products have the step's shapes, so its
+    /// operands fit the step's blocks): a bench's peak RSS is then the step's, not the step's
+    /// plus the floor's. acquire() takes them again (filled as at first; call it untimed).
+    void release();
+    void acquire();
 
 private:
-    std::vector<float> a_, b_;
-    std::vector<std::vector<float>> c_;  // [thread]
+    size_t a_size_ = 0, b_size_ = 0, c_whole_ = 0, c_image_ = 0;
+    int threads_ = 1;
+    Tensor a_, b_;
+    std::vector<Tensor> c_;  // [thread]
 };
 
 /// The products of one pass, with their operands allocated once (per thread for per-image ones),
@@ -82,8 +92,13 @@ public:
     void run();
     /// Median seconds of run() over repetitions filling `budget` seconds (at least 3, after one warm-up).
     double seconds(double budget);
+    /// FloorOperands::release and acquire for the step's operands (run() needs them acquired,
+    /// as they are after construction).
+    void release() { operands_->release(); }
+    void acquire() { operands_->acquire(); }
 
 private:
+    std::shared_ptr<FloorOperands> operands_;
     std::vector<FloorPass> passes_;
 };
 

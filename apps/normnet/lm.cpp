@@ -56,6 +56,7 @@ LmConfig merge_resumed(const LmConfig& saved, const LmConfig& given, const CLI::
     take("--eval-every", &LmConfig::eval_every);
     take("--threads", &LmConfig::threads);
     take("--bn-sync", &LmConfig::bn_sync);
+    take("--recompute", &LmConfig::recompute);
     // Architecture options are taken too, so that asking for another model than the
     // checkpoint's is an error rather than silently ignored.
     take_model("--context", &LmSpec::context);
@@ -315,6 +316,9 @@ void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
                       "Under mpirun, with --norm batch: each rank's statistics over its windows x positions (local) or "
                       "every rank's, as one process over the global batch (sync)")
         ->check(CLI::IsMember({"local", "sync"}))->capture_default_str();
+    train->add_flag("--recompute", c.recompute,
+                    "Activation checkpointing: each block keeps only its input and runs its forward again in "
+                    "backward (less memory, more time; not with --norm batch)");
     train->add_option("--out", args->out, "Run folder (default: runs/lm_<date-time>)");
     train->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
     train->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");

@@ -109,7 +109,8 @@ std::string LmConfig::to_json() const {
                                   {"eval_every", eval_every},
                                   {"seed", seed},
                                   {"threads", threads},
-                                  {"bn_sync", bn_sync}}
+                                  {"bn_sync", bn_sync},
+                                  {"recompute", recompute}}
         .dump();
 }
 
@@ -133,6 +134,7 @@ LmConfig LmConfig::from_json(const std::string& text, const std::string& where) 
         read_field(j, "seed", c.seed);
         read_field(j, "threads", c.threads);
         read_field(j, "bn_sync", c.bn_sync);
+        read_field(j, "recompute", c.recompute);
     } catch (const std::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
@@ -160,6 +162,8 @@ void LmConfig::validate() const {
     NORMNET_CHECK(eval_every >= 1 && eval_every <= kMaxLmSteps, "--eval-every: must be in [1, ", kMaxLmSteps, "], got ",
                   eval_every);
     NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
+    NORMNET_CHECK(!recompute || model.norm != "batch", "--recompute: not with --norm batch (its running statistics "
+                  "would be updated twice per step)");
     NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
 }
 

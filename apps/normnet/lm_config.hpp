@@ -66,6 +66,9 @@ struct LmConfig {
     // --norm batch under mpirun: each rank's statistics over its windows x positions (local) or
     // every rank's (sync: dist::sync_batch_norm through SequenceBatchNorm, as one process would).
     std::string bn_sync = "local";
+    // Activation checkpointing of each Transformer block (CharTransformer's checkpoint_blocks):
+    // less memory, each block's forward run twice. A recipe choice, not the architecture.
+    bool recompute = false;
 
     std::string to_json() const;
     /// Reads to_json()'s text (missing keys keep their defaults); `where` names the source in errors.

@@ -137,6 +137,11 @@ LmTrainer::LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmM
     total_steps_ = config_.total_steps(corpus.train.numel());
     manual_seed(config_.seed);
     model_ = factory(config_.model);
+    if (config_.recompute) {
+        auto* transformer = dynamic_cast<models::CharTransformer*>(model_.get());
+        NORMNET_CHECK(transformer != nullptr, "--recompute: the model is not a CharTransformer");
+        transformer->set_checkpoint_blocks(true);
+    }
     if (replicas_.parallel()) {
         // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).
         dist::broadcast_module(*model_);

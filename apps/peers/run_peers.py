@@ -67,6 +67,8 @@ def parse_args():
     p.add_argument("--eval-windows", type=int, default=64,
                    help="lm: the peers' validation loss over this many windows after timing (0: all)")
     p.add_argument("--normnet-threads", type=int, default=2)
+    p.add_argument("--normnet-args", default="",
+                   help="more options for normnet bench, space-separated (e.g. --normnet-args=--recompute)")
     p.add_argument("--peer-threads", default="1,1:2,2:1,2",
                    help="thread settings each peer is tried with: T (torch and OpenBLAS threads) "
                         "or T:B (T torch threads, B OpenBLAS threads); one setting skips the trial")
@@ -168,7 +170,8 @@ class Runner:
         if impl == "normnet":
             model = ["--model", a.model] if a.model != "mlp" else []  # the MLP bench predates --model
             return ([str(self.normnet), "bench"] + model + ["--data", a.data, "--batch-sizes", str(batch),
-                    "--norms", a.norm] + length + limit + ["--threads", str(threads), "--json"])
+                    "--norms", a.norm] + length + limit + ["--threads", str(threads), "--json"] +
+                    a.normnet_args.split())
         t, _, b = threads.partition(":")
         common = (["--data", a.data, "--batch-size", str(batch)] + length + limit +
                   ["--threads", t, "--blas-threads", b or t, "--json"])

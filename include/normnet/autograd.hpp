@@ -4,6 +4,8 @@
 // internal (src/ops/op.hpp); custom ops are written with normnet::Function (function.hpp).
 #pragma once
 
+#include <functional>
+
 #include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
 
@@ -38,5 +40,17 @@ public:
 private:
     bool previous_;
 };
+
+/// Activation checkpointing, as torch.utils.checkpoint.checkpoint: returns fn(input) but records
+/// one node in place of fn's ops, which keeps only `input`; backward runs fn again (recording,
+/// with the default generator as it was before the forward, so dropout draws the same) and
+/// backpropagates through that graph. fn's activations then exist only during its own backward,
+/// for the price of running its forward twice. fn is a function of `input` and of leaves such as
+/// parameters (whose gradients it accumulates, as any backward): a non-leaf it reads besides
+/// `input` has its graph freed by the first re-run, as with torch's reentrant checkpoint. It
+/// must not change state the second run would read (BatchNorm's running statistics would be
+/// updated twice, as in torch). With grad mode off, or an input that does not require grad, fn
+/// simply runs.
+NORMNET_API Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& input);
 
 }  // namespace normnet

@@ -2,6 +2,7 @@
 #include "normnet/models/char_transformer.hpp"
 
 #include "encoder_stack.hpp"
+#include "normnet/autograd.hpp"
 #include "normnet/nn/init.hpp"
 #include "normnet/ops.hpp"
 
@@ -12,6 +13,7 @@ CharTransformer::CharTransformer(const CharTransformerOptions& options) : option
     NORMNET_CHECK(o.vocab_size > 0 && o.context > 0, "CharTransformer: vocab_size (", o.vocab_size, ") and context (",
                   o.context, ") must be positive");
     const int64_t ff = o.dim_feedforward > 0 ? o.dim_feedforward : 4 * o.d_model;
+    set_checkpoint_blocks(o.checkpoint_blocks);
     tok_emb = register_module("tok_emb", std::make_shared<Embedding>(o.vocab_size, o.d_model));
     pos_emb = register_parameter("pos_emb", empty({o.context, o.d_model}));
     nn::init::normal_(tok_emb->weight, 0.0, 0.02);
@@ -29,7 +31,21 @@ Tensor CharTransformer::forward(const Tensor& tokens) {
     NORMNET_CHECK(T >= 1 && T <= options_.context, "CharTransformer: sequence length ", T,
                   " must be in [1, context = ", options_.context, "] (tokens ", tokens.shape(), ")");
     const Tensor x = drop->forward(tok_emb->forward(tokens) + pos_emb.narrow(0, 0, T));
-    return head->forward(encoder->forward(x, Tensor{}, Tensor{}, /*is_causal=*/true));
+    if (!options_.checkpoint_blocks) return head->forward(encoder->forward(x, Tensor{}, Tensor{}, /*is_causal=*/true));
+    // The encoder's loop, each block under checkpoint (its lambda captures one pointer, so the
+    // std::function the node keeps needs no allocation).
+    Tensor h = x;
+    for (size_t i = 0; i < encoder->num_layers(); ++i) {
+        TransformerEncoderLayer* layer = &encoder->layer(i);
+        h = checkpoint([layer](const Tensor& in) { return layer->forward(in, Tensor{}, Tensor{}, /*is_causal=*/true); }, h);
+    }
+    return head->forward(encoder->norm ? encoder->norm->forward(h) : h);
+}
+
+void CharTransformer::set_checkpoint_blocks(bool on) {
+    NORMNET_CHECK(!on || options_.norm != "batch", "CharTransformer: checkpointing blocks with BatchNorm would update "
+                  "its running statistics twice per step");
+    options_.checkpoint_blocks = on;
 }
 
 }  // namespace normnet::models

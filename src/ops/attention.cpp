@@ -1,8 +1,14 @@
 // scaled_dot_product_attention, as torch.nn.functional's: softmax(q k^T * scale + mask) v, with a
 // boolean or additive mask, a causal flag and dropout on the attention weights. Each (batch,
-// head) slice is two sgemm products around a fused row softmax forward, and four products
+// head) slice is two sgemm products around a fused row softmax forward, and five products
 // around the softmax's backward; slices are split between threads, each slice's products on one.
-// The attention weights are saved for backward ([B, L, S]); nothing is recomputed. Operands are
+// The attention weights ([B, L, S], S floats per query) are not saved: each query row's maximum
+// and 1 / sum of exponentials are (2 floats), and the backward recomputes the weights from q, k
+// and them, as FlashAttention and PyTorch's memory-efficient attention do (the LM's block saved
+// 512 floats per token for them, a fifth of its activations; the extra q k^T product is about 1%
+// of a step's FLOPs). The recomputation repeats the forward's own float operations (the same
+// sgemm call, the same exp and scale loops), so the weights, and so the gradients, are the
+// forward's bit for bit. With dropout the keep mask is saved (one byte per weight). Operands are
 // read through their strides (sgemm's leading dimensions), so the heads of a projection are not
 // copied out; MultiheadAttention's packed self-attention also writes its output, and its
 // gradient, in the layouts of the products around it.
@@ -21,21 +27,48 @@ namespace normnet {
 namespace detail {
 namespace {
 
-// p: [L, S] = softmax over each row of s: [L, S] (in place: s may be p); a row that is all -inf
-// gives NaN, as torch.
-void softmax_rows(float* p, const float* s, int64_t L, int64_t S) {
+// out: [S] = exp(row - m): the one loop the forward and the backward's recomputation share, so
+// both round alike.
+void exp_shifted(float* __restrict out, const float* __restrict row, int64_t S, float m) {
+    for (int64_t j = 0; j < S; ++j) out[j] = std::exp(row[j] - m);
+}
+
+// out: [S] *= inv, the softmax's normalisation (shared as exp_shifted).
+void scale_row(float* out, int64_t S, float inv) {
+    for (int64_t j = 0; j < S; ++j) out[j] *= inv;
+}
+
+// Columns of row i that a causal mask leaves (j <= i); the others' weights are exactly 0
+// (exp(-inf) in the full row), so neither softmax computes them: the same results for half the exps.
+int64_t row_extent(int64_t i, int64_t S, bool causal) { return causal ? std::min(S, i + 1) : S; }
+
+// p: [L, S] = softmax over each row of s: [L, S] (in place: s may be p), and stats: [L, 2] each
+// row's maximum and 1 / sum, what softmax_rows_again needs; a row that is all -inf gives NaN, as torch.
+void softmax_rows(float* p, float* __restrict stats, const float* s, int64_t L, int64_t S, bool causal) {
     for (int64_t i = 0; i < L; ++i) {
         const float* row = s + i * S;
         float* out = p + i * S;
+        const int64_t n = row_extent(i, S, causal);
         float m = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < S; ++j) m = std::max(m, row[j]);
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j]);
+        exp_shifted(out, row, n, m);
         double sum = 0.0;
-        for (int64_t j = 0; j < S; ++j) {
-            out[j] = std::exp(row[j] - m);
-            sum += out[j];
-        }
+        for (int64_t j = 0; j < n; ++j) sum += out[j];
         const auto inv = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < S; ++j) out[j] *= inv;
+        scale_row(out, n, inv);
+        std::fill(out + n, out + S, 0.0f);
+        stats[2 * i] = m;
+        stats[2 * i + 1] = inv;
+    }
+}
+
+// p: [L, S] = softmax_rows's output again, from the same scores s (in place: s may be p) and its stats.
+void softmax_rows_again(float* p, const float* __restrict stats, const float* s, int64_t L, int64_t S, bool causal) {
+    for (int64_t i = 0; i < L; ++i) {
+        const int64_t n = row_extent(i, S, causal);
+        exp_shifted(p + i * S, s + i * S, n, stats[2 * i]);
+        scale_row(p + i * S, n, stats[2 * i + 1]);
+        std::fill(p + i * S + n, p + (i + 1) * S, 0.0f);
     }
 }
 
@@ -94,65 +127,79 @@ Slices slices_of(const Tensor& t) {
 // Contiguous [B, rows, cols] at data (a gradient buffer); null data gives an empty operand.
 Slices dense_slices(float* data, int64_t B, int64_t rows, int64_t cols) { return {data, cols, {B}, {rows * cols}}; }
 
-// The attention of one call: p: [(2,) B, L, S] (the softmax's output; with dropout the weights
-// after it first, `keep` the kept positions), out: B slices [L, Ev]; mask: additive [Bm, L, S],
-// Bm = 1 or B, or null.
+// The attention of one call: out: B slices [L, Ev]; stats: [B, L, 2] each query row's softmax
+// maximum and 1 / sum (what the backward recomputes the weights from); keep: [B, L, S] the kept
+// weights under dropout; mask: additive [Bm, L, S], Bm = 1 or B, or undefined.
 struct Attention {
     Dims d;
     float scale = 1.0f, keep_scale = 1.0f;  // keep_scale = 1 / (1 - dropout_p)
     bool dropout = false, causal = false;
 
-    void forward(const Slices& out, float* p, const Slices& q, const Slices& k, const Slices& v, const Tensor& keep,
+    // p: [L, S] = slice b's scores, scale * q @ k^T (+ mask), which the softmax then
+    // takes in place: in the forward, and again in the backward.
+    void scores(float* p, int64_t b, const Slices& q, const Slices& k, const Tensor& mask) const {
+        const int64_t L = d.L, S = d.S, E = d.E;
+        gemm(false, true, L, S, E, scale, q[b], q.ld, k[b], k.ld, 0.0f, p, S);
+        if (mask.defined()) {
+            const float* m = mask.data() + (mask.size(0) == 1 ? 0 : b * L * S);
+            for (int64_t i = 0; i < L * S; ++i) p[i] += m[i];
+        }
+        // (a causal mask is applied by the softmaxes, which skip the masked columns)
+    }
+
+    // w: [L, S] = the weights after dropout, from p (slice b's kept positions).
+    void drop(float* w, const float* p, int64_t b, const Tensor& keep) const {
+        const int64_t n = d.L * d.S;
+        const bool* kept = keep.data_ptr<bool>() + b * n;
+        for (int64_t i = 0; i < n; ++i) w[i] = kept[i] ? p[i] * keep_scale : 0.0f;
+    }
+
+    void forward(const Slices& out, float* stats, const Slices& q, const Slices& k, const Slices& v, const Tensor& keep,
                  const Tensor& mask) const {
+        const int64_t L = d.L, S = d.S, Ev = d.Ev;
         parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
+            // One slice's weights at a time: [L, S] per thread (and their dropped copy), not [B, L, S].
+            const Tensor scratch = empty({dropout ? 2 : 1, L, S});
+            float* p = scratch.data();
+            float* w = dropout ? p + L * S : p;  // what multiplies v
             for (int64_t b = b0; b < b1; ++b) {
-                const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
-                float* softmax = p + (dropout ? d.B * L * S : 0) + b * L * S;  // the softmax's output
-                float* weights = p + b * L * S;                                  // what multiplies v
-                // scores: [L, S] = scale * q @ k^T (+ mask), then their softmax, in place
-                gemm(false, true, L, S, E, scale, q[b], q.ld, k[b], k.ld, 0.0f, softmax, S);
-                if (mask.defined()) {
-                    const float* m = mask.data() + (mask.size(0) == 1 ? 0 : b * L * S);
-                    for (int64_t i = 0; i < L * S; ++i) softmax[i] += m[i];
-                }
-                if (causal) {
-                    for (int64_t i = 0; i < L; ++i) {
-                        for (int64_t j = i + 1; j < S; ++j) softmax[i * S + j] = -std::numeric_limits<float>::infinity();
-                    }
-                }
-                softmax_rows(softmax, softmax, L, S);
-                if (dropout) {
-                    const bool* kept = keep.data_ptr<bool>() + b * L * S;
-                    for (int64_t i = 0; i < L * S; ++i) weights[i] = kept[i] ? softmax[i] * keep_scale : 0.0f;
-                }
-                // out: [L, Ev] = weights @ v
-                gemm(false, false, L, Ev, S, 1.0f, weights, S, v[b], v.ld, 0.0f, out[b], out.ld);
+                scores(p, b, q, k, mask);
+                softmax_rows(p, stats + b * L * 2, p, L, S, causal);
+                if (dropout) drop(w, p, b, keep);
+                // out: [L, Ev] = w @ v
+                gemm(false, false, L, Ev, S, 1.0f, w, S, v[b], v.ld, 0.0f, out[b], out.ld);
             }
         });
     }
 
     // Gradients with sgemm's beta (0: overwrite, 1: accumulate); an empty one is not computed.
     void backward(const Slices& dq, float dq_beta, const Slices& dk, float dk_beta, const Slices& dv, float dv_beta,
-                  const Slices& dout, const Slices& q, const Slices& k, const Slices& v, const float* p,
-                  const Tensor& keep) const {
+                  const Slices& dout, const Slices& q, const Slices& k, const Slices& v, const float* stats,
+                  const Tensor& keep, const Tensor& mask) const {
         const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
         parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
-            // dp and ds of one slice at a time: [L, S] per thread, not [B, L, S].
-            const Tensor scratch = (dq || dk) ? empty({L, S}) : Tensor();
-            float* ds = scratch.defined() ? scratch.data() : nullptr;
+            // p, and dp and ds, of one slice at a time: [L, S] each per thread, not [B, L, S].
+            const Tensor scratch = empty({2, L, S});
+            float* p = scratch.data();
+            float* ds = p + L * S;
             for (int64_t b = b0; b < b1; ++b) {
-                const float* pb = p + b * L * S;  // the weights v was multiplied by (after dropout)
-                // dv: [S, Ev] = p^T @ dout
-                if (dv) gemm(true, false, S, Ev, L, 1.0f, pb, S, dout[b], dout.ld, dv_beta, dv[b], dv.ld);
-                if (!ds) continue;
+                // The softmax's output, as the forward computed it.
+                scores(p, b, q, k, mask);
+                softmax_rows_again(p, stats + b * L * 2, p, L, S, causal);
+                // dv: [S, Ev] = w^T @ dout, w the weights v was multiplied by (after dropout; ds
+                // holds them until dp overwrites it)
+                if (dv) {
+                    if (dropout) drop(ds, p, b, keep);
+                    gemm(true, false, S, Ev, L, 1.0f, dropout ? ds : p, S, dout[b], dout.ld, dv_beta, dv[b], dv.ld);
+                }
+                if (!dq && !dk) continue;
                 // dp: [L, S] = dout @ v^T, through dropout back to the softmax's output
                 gemm(false, true, L, S, Ev, 1.0f, dout[b], dout.ld, v[b], v.ld, 0.0f, ds, S);
                 if (dropout) {
                     const bool* kept = keep.data_ptr<bool>() + b * L * S;
                     for (int64_t i = 0; i < L * S; ++i) ds[i] = kept[i] ? ds[i] * keep_scale : 0.0f;
                 }
-                // The softmax's backward needs its output, saved before dropout (p's second half).
-                softmax_rows_backward(ds, pb + (dropout ? d.B * L * S : 0), L, S);
+                softmax_rows_backward(ds, p, L, S);
                 // dq: [L, E] = scale * ds @ k;  dk: [S, E] = scale * ds^T @ q
                 if (dq) gemm(false, false, L, E, S, scale, ds, S, k[b], k.ld, dq_beta, dq[b], dq.ld);
                 if (dk) gemm(true, false, S, E, L, scale, ds, S, q[b], q.ld, dk_beta, dk[b], dk.ld);
@@ -166,12 +213,12 @@ public:
     Attention a;
     const char* name() const override { return "ScaledDotProductAttentionBackward0"; }
     void backward(const Tensor& dout) override {
-        const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &p = saved(3), &keep = saved(4);
+        const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &stats = saved(3), &keep = saved(4), &mask = saved(5);
         const GradOut dq = grad_out(0), dk = grad_out(1), dv = grad_out(2);
         const Dims& d = a.d;
         a.backward(dense_slices(dq.data, d.B, d.L, d.E), dq.beta(), dense_slices(dk.data, d.B, d.S, d.E), dk.beta(),
                    dense_slices(dv.data, d.B, d.S, d.Ev), dv.beta(), dense_slices(dout.data(), d.B, d.L, d.Ev), slices_of(q),
-                   slices_of(k), slices_of(v), p.data(), keep);
+                   slices_of(k), slices_of(v), stats.data(), keep, mask);
     }
 };
 
@@ -184,13 +231,13 @@ public:
     int64_t heads = 1;
     const char* name() const override { return "PackedSelfAttentionBackward0"; }
     void backward(const Tensor& dout) override {
-        const Tensor &qkv = saved(0), &p = saved(1), &keep = saved(2);
+        const Tensor &qkv = saved(0), &stats = saved(1), &keep = saved(2), &mask = saved(3);
         const GradOut dqkv = grad_out(0);
         if (!dqkv) return;
         const auto part = [&](float* base, int64_t i) { return packed_slices(base, qkv.size(0), a.d.L, heads, a.d.E, i); };
         float* g = dqkv.data;
         a.backward(part(g, 0), dqkv.beta(), part(g, 1), dqkv.beta(), part(g, 2), dqkv.beta(), heads_slices(dout.data()),
-                   part(qkv.data(), 0), part(qkv.data(), 1), part(qkv.data(), 2), p.data(), keep);
+                   part(qkv.data(), 0), part(qkv.data(), 1), part(qkv.data(), 2), stats.data(), keep, mask);
     }
     // head h of sequence n in out or its gradient: [N, L, H * D]
     Slices heads_slices(float* data) const {
@@ -240,25 +287,24 @@ Tensor additive_mask(const Tensor& mask, const Shape& batch, int64_t L, int64_t 
 }
 
 // Runs the attention of `d` over the operands (batch: their batch sizes, for the mask), making
-// p and keep as the backward needs them; returns what the backward needs besides.
+// stats, keep and mask as the backward needs them; returns what the backward needs besides.
 Attention attend(const Dims& d, const Slices& out, const Slices& q, const Slices& k, const Slices& v, const Shape& batch,
-                 const Tensor& attn_mask, double dropout_p, bool is_causal, float scale, Generator& generator, Tensor& p,
-                 Tensor& keep) {
+                 const Tensor& attn_mask, double dropout_p, bool is_causal, float scale, Generator& generator,
+                 Tensor& stats, Tensor& keep, Tensor& mask) {
     Attention a;
     a.d = d;
     a.scale = scale;
     a.dropout = dropout_p > 0.0;
     a.causal = is_causal;
     a.keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
-    const Tensor mask = attn_mask.defined() ? additive_mask(attn_mask, batch, d.L, d.S) : Tensor();
-    // p: the softmax's output; with dropout also the weights after it ([2, B, L, S]: kept first).
-    p = empty(a.dropout ? Shape{2, d.B, d.L, d.S} : Shape{d.B, d.L, d.S});
+    mask = attn_mask.defined() ? additive_mask(attn_mask, batch, d.L, d.S) : Tensor();
+    stats = empty({d.B, d.L, 2});
     keep = a.dropout ? empty({d.B, d.L, d.S}, kBool) : Tensor();
     if (a.dropout) {
         bool* kp = keep.data_ptr<bool>();
         for (int64_t i = 0; i < keep.numel(); ++i) kp[i] = generator.uniform() >= static_cast<float>(dropout_p);
     }
-    a.forward(out, p.data(), q, k, v, keep, mask);
+    a.forward(out, stats.data(), q, k, v, keep, mask);
     return a;
 }
 
@@ -295,11 +341,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     out_shape.push_back(d.L);
     out_shape.push_back(d.Ev);
     Tensor out = empty(out_shape);
-    Tensor p, keep;
+    Tensor stats, keep, mask;
     const detail::Attention a =
         detail::attend(d, detail::dense_slices(out.data(), d.B, d.L, d.Ev), detail::slices_of(q), detail::slices_of(k),
-                       detail::slices_of(v), batch, attn_mask, dropout_p, is_causal, s, generator, p, keep);
-    if (auto* node = detail::record<detail::ScaledDotProductAttentionBackward>(out, {q, k, v}, {q, k, v, p, keep})) {
+                       detail::slices_of(v), batch, attn_mask, dropout_p, is_causal, s, generator, stats, keep, mask);
+    if (auto* node = detail::record<detail::ScaledDotProductAttentionBackward>(out, {q, k, v},
+                                                                               {q, k, v, stats, keep, mask})) {
         node->a = a;
     }
     return out;
@@ -319,12 +366,12 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t heads, const Tensor& att
     Dims d;
     d.B = N * heads, d.L = L, d.S = L, d.E = D, d.Ev = D;
     Tensor out = empty({N, L, E});
-    Tensor p, keep;
+    Tensor stats, keep, mask;
     const auto part = [&](int64_t i) { return PackedSelfAttentionBackward::packed_slices(qkv.data(), N, L, heads, D, i); };
     const Slices out_heads{out.data(), E, {N, heads}, {L * E, D}};
     const Attention a = attend(d, out_heads, part(0), part(1), part(2), Shape{N, heads}, attn_mask, dropout_p, is_causal,
-                               static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))), generator, p, keep);
-    if (auto* node = record<PackedSelfAttentionBackward>(out, {qkv}, {qkv, p, keep})) {
+                               static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))), generator, stats, keep, mask);
+    if (auto* node = record<PackedSelfAttentionBackward>(out, {qkv}, {qkv, stats, keep, mask})) {
         node->a = a;
         node->heads = heads;
     }

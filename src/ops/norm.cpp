@@ -150,7 +150,22 @@ void layer_norm_backward(float* __restrict dinp, float* __restrict dweight, floa
 class NativeLayerNormBackward final : public OpNode {
 public:
     int64_t N = 0, H = 0;
+    double eps = 0.0;
     const char* name() const override { return "NativeLayerNormBackward0"; }
+    // Its input is saved anyway (and the bias, for this), so a consumer of the output (Linear
+    // after LayerNorm) need not keep it: the forward kernel runs again, statistics and all (they
+    // go to scratch), so the output is the forward's bit for bit (the normalisation is in
+    // double; the float statistics saved for backward would not reproduce it).
+    bool recomputes_output() const override { return true; }
+    void recompute_output(float* out) const override {
+        const Tensor &x = saved(0), &weight = saved(1), &bias = saved(5);
+        const Tensor stats = empty({3, N});
+        float* s = stats.data();
+        parallel_for(N, row_grain(H), [&](int64_t b, int64_t e) {
+            layer_norm_forward(out + b * H, s + b, s + N + b, s + 2 * N + b, x.data() + b * H, data_or_null(weight),
+                               data_or_null(bias), e - b, H, eps);
+        });
+    }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
         const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
@@ -226,8 +241,8 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
                                    eps);
     });
     if (auto* node = detail::record<detail::NativeLayerNormBackward>(out, {x, weight, bias},
-                                                                      {x, weight, mean, mean_lo, rstd})) {
-        node->N = N, node->H = H;
+                                                                      {x, weight, mean, mean_lo, rstd, bias})) {
+        node->N = N, node->H = H, node->eps = eps;
     }
     return out;
 }
@@ -1002,7 +1017,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
         });
     }
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
-                                                                      {x, weight, mean, mean_lo, rstd})) {
+                                                                      {x, weight, mean, mean_lo, rstd, bias})) {
         node->batch_stats = training;
         node->sync = sync;
         node->N = N, node->C = C, node->L = L;

@@ -12,6 +12,14 @@
 // buffers: a buffer made now is written (Overwrite), one that already holds gradient is added
 // into (Accumulate). Kernels get that rule as a template policy, never as a flag; threading is
 // applied around the kernel call. The node base frees the saved tensors after backward.
+//
+// A saved tensor that is the untouched output of a node that can recompute it from what that
+// node saves anyway (GELU from its input, LayerNorm from its input and statistics: override
+// recompute_output) is not kept alive by the consumer: attach() records a recipe (the producer)
+// in its slot, and the engine recomputes the tensor into a transient buffer just before the
+// consumer's backward (restore_saved). So Linear after GELU or LayerNorm, which saves its input
+// for dW = dy^T x, holds nothing of it between forward and backward. Ops need not know: they save
+// and read saved(i) as always.
 #pragma once
 
 #include <array>
@@ -116,10 +124,25 @@ public:
     /// saved; the engine calls it before backward(), so a failing node writes no gradient.
     void check_saved() const;
 
+    /// True when recompute_output() can write this node's output again from its saved tensors
+    /// (read only before its own backward), so a consumer that saves the output need not keep it.
+    virtual bool recomputes_output() const { return false; }
+    /// Writes the output, bit for bit as the forward did, into out (contiguous, out_shape_).
+    virtual void recompute_output(float* /*out*/) const {}
+    /// Fills the slots that hold a recipe with the recomputed tensors (or the original, when
+    /// something else kept it alive), checking versions as check_saved() does; the engine calls
+    /// it before backward(), and release() drops them with the rest.
+    void restore_saved();
+
     // The engine's bookkeeping (autograd.cpp).
     Edges next_;  // producers of the inputs (null: the input needs no gradient)
     std::array<Tensor, kMaxSaved> saved_{};
     std::array<uint32_t, kMaxSaved> saved_version_{};
+    // Slot i's recipe: the producer that recomputes it (then saved_[i] is empty until
+    // restore_saved), and the original tensor, used instead while something else holds it.
+    std::array<std::shared_ptr<OpNode>, kMaxSaved> saved_recipe_{};
+    std::array<std::weak_ptr<TensorImpl>, kMaxSaved> saved_original_{};
+    uint32_t out_version_ = 0;  // the output's version when recorded (a recipe needs it unchanged)
     Shape out_shape_;     // shape of the gradient this node receives
     Tensor grad_;         // that gradient, accumulated during backward
     uint64_t visit_mark_ = 0;
@@ -200,6 +223,18 @@ N* record_inplace(Tensor& self, TensorRefs others, TensorRefs saved) {
     attach_inplace(node, self, others, saved);
     return raw;
 }
+
+/// While alive, attach() saves every tensor itself, with no recipes (tests compare the two ways).
+class KeepSavedOutputs {
+public:
+    KeepSavedOutputs();
+    ~KeepSavedOutputs();
+    KeepSavedOutputs(const KeepSavedOutputs&) = delete;
+    KeepSavedOutputs& operator=(const KeepSavedOutputs&) = delete;
+
+private:
+    bool previous_;
+};
 
 /// The node behind t (its grad_fn, or a leaf's gradient accumulator).
 OpNode* node_of(const Tensor& t);

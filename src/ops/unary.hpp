@@ -44,6 +44,17 @@ class UnaryBackward final : public OpNode {
 public:
     Op op;
     const char* name() const override { return Op::kBackwardName; }
+    // An op whose gradient reads its input (GELU, SiLU, ...) saves the input anyway, so its
+    // output need not be kept by a consumer (Linear after GELU): it is op(x) again, by the same
+    // kernel, so bit for bit.
+    bool recomputes_output() const override { return Op::kUses == Uses::input; }
+    void recompute_output(float* y) const override {
+        if constexpr (Op::kUses == Uses::input) {
+            const Tensor& x = saved(0);
+            parallel_for(x.numel(), kElementGrain,
+                         [&](int64_t b, int64_t e) { unary_forward(y + b, x.data() + b, e - b, op); });
+        }
+    }
     void backward(const Tensor& dy) override {
         const GradOut dx = grad_out(0);
         if (!dx) return;

@@ -194,6 +194,16 @@ int sequence_model_failures() {
                 count(what.c_str(), threads, lm, [&] { return cross_entropy(lm(tokens).reshape({4 * 32, 32}), targets); });
             }
         }
+        {
+            // Blocks under checkpoint (lm train --recompute): the re-run and its nested backward too.
+            manual_seed(9);
+            CharTransformer lm(CharTransformerOptions{.vocab_size = 32, .context = 32, .d_model = 32, .n_layers = 2,
+                                                      .n_heads = 4, .dropout = 0.1, .checkpoint_blocks = true});
+            Generator gen(5);
+            const Tensor tokens = randint(32, {4, 32}, gen), targets = randint(32, {4 * 32}, gen);
+            count("CharTransformer checkpointed", threads, lm,
+                  [&] { return cross_entropy(lm(tokens).reshape({4 * 32, 32}), targets); });
+        }
         manual_seed(10);
         VisionTransformer vit;
         Generator gen(6);

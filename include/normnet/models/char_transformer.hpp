@@ -27,6 +27,10 @@ struct CharTransformerOptions {
     std::string norm = "layer";    // inside each block and the final norm: layer, rms, batch, none
     bool norm_first = true;        // pre-LN (with a final norm) or post-LN (without)
     int64_t dim_feedforward = 0;   // 0: 4 * d_model
+    // Activation checkpointing of each block (normnet::checkpoint): a block keeps only its input
+    // between forward and backward and runs again in backward. Changes no result, only memory and
+    // time; with norm "batch" the running statistics would be updated twice, so it is refused.
+    bool checkpoint_blocks = false;
 };
 
 /// Token embedding tok_emb [vocab_size, d_model] plus a learned positional embedding pos_emb
@@ -43,6 +47,8 @@ public:
     Tensor forward(const Tensor& tokens) override;
     std::string type_name() const override { return "CharTransformer"; }
     const CharTransformerOptions& options() const { return options_; }
+    /// Turns options().checkpoint_blocks on or off (it changes no parameter).
+    void set_checkpoint_blocks(bool on);
 
     std::shared_ptr<Embedding> tok_emb;
     Tensor pos_emb;
