@@ -381,8 +381,8 @@ void write_outputs(const LmCompareArgs& a, const std::vector<LmRun>& runs, doubl
     write_file_atomic(path("results.json"), results_json(a, runs));
     write_file_atomic(path("curves.csv"), curves_csv(runs));
     write_file_atomic(path("val_loss_curves.svg"), curves_chart(a, runs));
-    write_file_atomic(path("report.md"), report_md(a, runs, total, incomplete, corpus.vocab_size(), corpus.train.numel(),
-                                                   corpus.val.numel()));
+    write_file_atomic(path("report.md"), report_md(a, runs, total, incomplete, corpus.vocab_size(), corpus.train.size(),
+                                                   corpus.val.size()));
 }
 
 // A difference of two cells in nats and whether it exceeds the noise.

@@ -156,8 +156,8 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
         std::printf("normnet lm train: %s (%s parameters) on %s (%lld records: %lld training / %lld held-out characters), "
                     "AdamW lr %g, batch %lld, %s, %s\n",
                     config.model.str().c_str(), count_text(parameters).c_str(), config.text.c_str(),
-                    static_cast<long long>(corpus.records), static_cast<long long>(corpus.train.numel()),
-                    static_cast<long long>(corpus.val.numel()), config.lr, static_cast<long long>(config.batch_size),
+                    static_cast<long long>(corpus.records), static_cast<long long>(corpus.train.size()),
+                    static_cast<long long>(corpus.val.size()), config.lr, static_cast<long long>(config.batch_size),
                     plural(trainer.total_steps(), "step").c_str(), plural(config.threads, "thread").c_str());
         if (replicas.parallel()) {
             std::printf("data parallel: %d processes, %lld windows per rank and step%s\n", replicas.world,

@@ -25,8 +25,8 @@ using Json = nlohmann::json;
 uint64_t window_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15ull; }
 
 // `stream`, after checking it can give a window of `context` characters and its targets.
-Tensor long_enough(const Tensor& stream, const char* what, const LmConfig& c, const TextCorpus& corpus) {
-    NORMNET_CHECK(stream.numel() > c.model.context, "--text ", corpus.name, ": the ", what, " text (", stream.numel(),
+const TokenStream& long_enough(const TokenStream& stream, const char* what, const LmConfig& c, const TextCorpus& corpus) {
+    NORMNET_CHECK(stream.size() > c.model.context, "--text ", corpus.name, ": the ", what, " text (", stream.size(),
                   " characters", corpus.records > 1 ? ", from a corpus of " + std::to_string(corpus.records) + " records" : std::string(),
                   ") is not longer than the context (", c.model.context, "): use a longer corpus or a shorter --context");
     return stream;
@@ -134,7 +134,7 @@ LmTrainer::LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmM
         throw UsageError(str("--batch-size ", config_.batch_size, " over ", replicas_.world, " processes leaves one position per "
                              "rank: BatchNorm with --bn-sync local needs at least 2 (use a larger --batch-size or --bn-sync sync)"));
     }
-    total_steps_ = config_.total_steps(corpus.train.numel());
+    total_steps_ = config_.total_steps(corpus.train.size());
     manual_seed(config_.seed);
     model_ = factory(config_.model);
     if (config_.recompute) {
@@ -251,8 +251,7 @@ double LmTrainer::evaluate() {
     average_running_stats();
     const bool was_training = model_->is_training();
     model_->eval();
-    const int64_t T = config_.model.context, windows = (val_.numel() - 1) / T;
-    const int64_t* tokens = val_.contiguous().data_ptr<int64_t>();
+    const int64_t T = config_.model.context, windows = (val_.size() - 1) / T;
     // In a group, rank r evaluates the windows [r W / world, (r + 1) W / world).
     const int64_t first = windows * replicas_.rank / replicas_.world;
     const int64_t last = windows * (replicas_.rank + 1) / replicas_.world;
@@ -260,8 +259,8 @@ double LmTrainer::evaluate() {
     for (int64_t w0 = first; w0 < last; w0 += config_.batch_size) {
         const int64_t n = std::min(config_.batch_size, last - w0);
         std::vector<int64_t> x(static_cast<size_t>(n * T)), y(static_cast<size_t>(n * T));
-        std::copy_n(tokens + w0 * T, n * T, x.begin());
-        std::copy_n(tokens + w0 * T + 1, n * T, y.begin());
+        val_.copy_to(w0 * T, n * T, x.data());
+        val_.copy_to(w0 * T + 1, n * T, y.data());
         const Tensor logits = model_->forward(from_vector(x, {n, T}));
         const Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), from_vector(y, {n * T}));
         loss_sum += static_cast<double>(loss.item()) * static_cast<double>(n * T);

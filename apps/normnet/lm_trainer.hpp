@@ -89,7 +89,7 @@ private:
     Replicas replicas_;
     std::unique_ptr<dist::GradientAllReduce> reduce_;  // world > 1 only
     std::vector<char32_t> vocab_;
-    Tensor val_;
+    TokenStream val_;
     TextBatches batches_;
     std::shared_ptr<Module> model_;
     std::unique_ptr<Optimizer> optimizer_;

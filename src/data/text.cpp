@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <type_traits>
 
 namespace normnet {
 namespace {
@@ -49,36 +50,41 @@ std::vector<fs::path> corpus_files(const std::string& path) {
     return files;
 }
 
-// A file's records: the pieces between lines that hold a single %, each ending with its own
-// newline; the whole text when it has no such line.
-std::vector<std::u32string> split_records(const std::vector<char32_t>& text) {
-    std::vector<std::u32string> records;
-    std::u32string current, line;
+// A decoded file's records as spans [begin, end) of its code points: the pieces between lines
+// that hold a single %, each ending with its own newline; the whole text when it has no such
+// line. (A record is contiguous in the text: its lines up to the next separator line.)
+std::vector<std::pair<size_t, size_t>> record_spans(const std::vector<char32_t>& text) {
+    std::vector<std::pair<size_t, size_t>> spans;
+    size_t begin = 0, end = 0, line = 0;
     for (size_t i = 0; i <= text.size(); ++i) {
-        if (i < text.size() && text[i] != U'\n') {
-            line.push_back(text[i]);
-            continue;
-        }
-        if (line == U"%") {
-            if (!current.empty()) records.push_back(std::move(current));
-            current.clear();
+        if (i < text.size() && text[i] != U'\n') continue;
+        if (i - line == 1 && text[line] == U'%') {
+            if (end > begin) spans.emplace_back(begin, end);
+            begin = end = std::min(i + 1, text.size());
         } else {
-            current += line;
-            if (i < text.size()) current.push_back(U'\n');
+            end = i < text.size() ? i + 1 : i;
         }
-        line.clear();
+        line = i + 1;
     }
-    if (!current.empty()) records.push_back(std::move(current));
-    return records;
+    if (end > begin) spans.emplace_back(begin, end);
+    return spans;
 }
 
-Tensor to_ids(const std::u32string& text, const std::vector<char32_t>& vocab) {
-    Tensor ids = empty({static_cast<int64_t>(text.size())}, kInt64);
-    int64_t* p = ids.data_ptr<int64_t>();
-    for (size_t i = 0; i < text.size(); ++i) {
-        p[i] = std::lower_bound(vocab.begin(), vocab.end(), text[i]) - vocab.begin();
-    }
-    return ids;
+// Whether record k (of any file, counted from 0) is held out: every k-th record, spread evenly.
+bool held_out(size_t k, double f) {
+    return static_cast<int64_t>(static_cast<double>(k + 1) * f) > static_cast<int64_t>(static_cast<double>(k) * f);
+}
+
+int width_for(int64_t vocab_size) { return vocab_size <= 256 ? 1 : vocab_size <= 65536 ? 2 : 4; }
+
+// Calls f with the stream's ids as a pointer of their width's type.
+template <typename Ids, typename F>
+decltype(auto) with_ids(Ids* ids, int width, F&& f) {
+    using B = std::conditional_t<std::is_const_v<Ids>, const void, void>;
+    B* p = ids;
+    if (width == 1) return f(static_cast<std::conditional_t<std::is_const_v<Ids>, const uint8_t, uint8_t>*>(p));
+    if (width == 2) return f(static_cast<std::conditional_t<std::is_const_v<Ids>, const uint16_t, uint16_t>*>(p));
+    return f(static_cast<std::conditional_t<std::is_const_v<Ids>, const uint32_t, uint32_t>*>(p));
 }
 
 }  // namespace
@@ -119,41 +125,69 @@ std::vector<char32_t> decode_utf8(std::string_view bytes, const std::string& whe
 TextCorpus load_text_corpus(const std::string& path, const TextCorpusOptions& options) {
     NORMNET_CHECK(options.val_fraction >= 0.0 && options.val_fraction < 1.0,
                   "load_text_corpus: val_fraction must be in [0, 1), got ", options.val_fraction);
-    std::vector<std::u32string> records;
+    // Two passes over the files, so that only one file's text is in memory besides the final
+    // streams: the first finds the records' lengths and the vocabulary, the second writes the ids.
+    const std::vector<fs::path> files = corpus_files(path);
+    std::vector<int64_t> lengths;  // of every record, in order
+    std::vector<bool> seen(0x110000);
     bool fortune_format = false;
-    for (const fs::path& file : corpus_files(path)) {
+    for (const fs::path& file : files) {
         const std::vector<char32_t> text = decode_utf8(read_text_file(file), file.string());
-        std::vector<std::u32string> r = split_records(text);
-        fortune_format = fortune_format || r.size() > 1;
-        for (auto& record : r) records.push_back(std::move(record));
-    }
-    NORMNET_CHECK(!records.empty(), path, ": no text (only record separators)");
-    std::u32string train, val;
-    if (records.size() > 1) {
-        // Every k-th record (spread evenly) is held out; records keep their % separator line.
-        const double f = options.val_fraction;
-        for (size_t k = 0; k < records.size(); ++k) {
-            const bool held_out = static_cast<int64_t>(static_cast<double>(k + 1) * f) > static_cast<int64_t>(static_cast<double>(k) * f);
-            std::u32string& stream = held_out ? val : train;
-            stream += records[k];
-            if (fortune_format) stream += U"%\n";
+        const auto spans = record_spans(text);
+        fortune_format = fortune_format || spans.size() > 1;
+        for (const auto& [b, e] : spans) {
+            lengths.push_back(static_cast<int64_t>(e - b));
+            for (size_t i = b; i < e; ++i) seen[text[i]] = true;
         }
-    } else {
-        // One text: its last val_fraction is held out.
-        const std::u32string& text = records.front();
-        const auto cut = static_cast<size_t>(static_cast<double>(text.size()) * (1.0 - options.val_fraction));
-        train = text.substr(0, cut);
-        val = text.substr(cut);
     }
+    NORMNET_CHECK(!lengths.empty(), path, ": no text (only record separators)");
+    const size_t records = lengths.size();
+    const double f = options.val_fraction;
+    if (records > 1 && fortune_format) seen[U'%'] = seen[U'\n'] = true;  // records keep their separator line
     TextCorpus corpus;
     corpus.name = path;
-    corpus.records = static_cast<int64_t>(records.size());
-    corpus.vocab.assign(train.begin(), train.end());
-    corpus.vocab.insert(corpus.vocab.end(), val.begin(), val.end());
-    std::sort(corpus.vocab.begin(), corpus.vocab.end());
-    corpus.vocab.erase(std::unique(corpus.vocab.begin(), corpus.vocab.end()), corpus.vocab.end());
-    corpus.train = to_ids(train, corpus.vocab);
-    corpus.val = to_ids(val, corpus.vocab);
+    corpus.records = static_cast<int64_t>(records);
+    for (char32_t c = 0; c < 0x110000; ++c) {
+        if (seen[c]) corpus.vocab.push_back(c);
+    }
+    const int64_t sep = records > 1 && fortune_format ? 2 : 0;
+    int64_t train_size = 0, val_size = 0, cut = 0;
+    if (records > 1) {
+        for (size_t k = 0; k < records; ++k) (held_out(k, f) ? val_size : train_size) += lengths[k] + sep;
+    } else {
+        // One text: its last val_fraction is held out.
+        cut = static_cast<int64_t>(static_cast<double>(lengths[0]) * (1.0 - f));
+        train_size = cut;
+        val_size = lengths[0] - cut;
+    }
+    corpus.train = TokenStream(train_size, corpus.vocab_size());
+    corpus.val = TokenStream(val_size, corpus.vocab_size());
+    const auto id = [&](char32_t c) { return std::lower_bound(corpus.vocab.begin(), corpus.vocab.end(), c) - corpus.vocab.begin(); };
+    const int64_t percent = id(U'%'), newline = id(U'\n');
+    int64_t train_at = 0, val_at = 0;
+    size_t k = 0;
+    for (const fs::path& file : files) {
+        const std::vector<char32_t> text = decode_utf8(read_text_file(file), file.string());
+        for (const auto& [b, e] : record_spans(text)) {
+            NORMNET_CHECK(k < records && lengths[k] == static_cast<int64_t>(e - b), "cannot read ", file.string(),
+                          " (it changed while being read)");
+            if (records == 1) {
+                for (size_t i = b; i < e; ++i) {
+                    const auto at = static_cast<int64_t>(i - b);
+                    if (at < cut) corpus.train.set(at, id(text[i]));
+                    else corpus.val.set(at - cut, id(text[i]));
+                }
+            } else {
+                const bool held = held_out(k, f);
+                TokenStream& stream = held ? corpus.val : corpus.train;
+                int64_t& at = held ? val_at : train_at;
+                for (size_t i = b; i < e; ++i) stream.set(at++, id(text[i]));
+                if (sep) stream.set(at++, percent), stream.set(at++, newline);
+            }
+            ++k;
+        }
+    }
+    NORMNET_CHECK(k == records, "cannot read ", path, " (it changed while being read)");
     return corpus;
 }
 
@@ -192,39 +226,76 @@ std::string TextCorpus::decode(const std::vector<int64_t>& ids) const {
     return out;
 }
 
-TextBatches::TextBatches(Tensor tokens, int64_t batch_size, int64_t context, uint64_t seed)
-    : tokens_(tokens.contiguous()), batch_size_(batch_size), context_(context), gen_(seed) {
-    NORMNET_CHECK(tokens_.dtype() == kInt64 && tokens_.dim() == 1, "TextBatches: expected an int64 stream [n], got ",
-                  tokens_.dtype(), " ", tokens_.shape());
+TokenStream::TokenStream(int64_t n, int64_t vocab_size) : size_(n), vocab_size_(vocab_size), width_(width_for(vocab_size)) {
+    NORMNET_CHECK(n >= 0 && vocab_size >= 0, "TokenStream: negative size ", n, " or vocabulary ", vocab_size);
+    const auto count = static_cast<size_t>(n);
+    if (width_ == 1) ids_ = std::shared_ptr<uint8_t[]>(new uint8_t[count]());
+    else if (width_ == 2) ids_ = std::shared_ptr<uint16_t[]>(new uint16_t[count]());
+    else ids_ = std::shared_ptr<uint32_t[]>(new uint32_t[count]());
+}
+
+TokenStream::TokenStream(std::span<const int64_t> ids, int64_t vocab_size)
+    : TokenStream(static_cast<int64_t>(ids.size()), vocab_size) {
+    for (size_t i = 0; i < ids.size(); ++i) set(static_cast<int64_t>(i), ids[i]);
+}
+
+int64_t TokenStream::operator[](int64_t i) const {
+    return with_ids(static_cast<const void*>(ids_.get()), width_, [&](const auto* p) { return static_cast<int64_t>(p[i]); });
+}
+
+void TokenStream::set(int64_t i, int64_t id) {
+    NORMNET_CHECK(id >= 0 && id < vocab_size_, "TokenStream: id ", id, " is outside the vocabulary of ", vocab_size_);
+    with_ids(ids_.get(), width_, [&](auto* p) { p[i] = static_cast<std::remove_reference_t<decltype(*p)>>(id); });
+}
+
+void TokenStream::copy_to(int64_t offset, int64_t count, int64_t* out) const {
+    NORMNET_CHECK(offset >= 0 && count >= 0 && offset <= size_ - count, "TokenStream: ids [", offset, ", ", offset + count,
+                  ") are not inside the stream of ", size_);
+    with_ids(static_cast<const void*>(ids_.get()), width_, [&](const auto* p) { std::copy_n(p + offset, count, out); });
+}
+
+Tensor TokenStream::slice(int64_t offset, int64_t count) const {
+    Tensor t = empty({count}, kInt64);
+    copy_to(offset, count, t.data_ptr<int64_t>());
+    return t;
+}
+
+std::vector<int64_t> TokenStream::to_vector() const {
+    std::vector<int64_t> v(static_cast<size_t>(size_));
+    copy_to(0, size_, v.data());
+    return v;
+}
+
+TextBatches::TextBatches(TokenStream tokens, int64_t batch_size, int64_t context, uint64_t seed)
+    : tokens_(std::move(tokens)), batch_size_(batch_size), context_(context), gen_(seed) {
     NORMNET_CHECK(batch_size > 0 && context > 0, "TextBatches: batch size and context must be positive, got ",
                   batch_size, " and ", context);
-    NORMNET_CHECK(tokens_.numel() > context, "the text (", tokens_.numel(), " characters) is not longer than the context (",
+    NORMNET_CHECK(tokens_.size() > context, "the text (", tokens_.size(), " characters) is not longer than the context (",
                   context, "): use a longer corpus or a shorter --context");
     inputs_ = empty({batch_size, context}, kInt64);
     targets_ = empty({batch_size, context}, kInt64);
 }
 
 std::pair<const Tensor&, const Tensor&> TextBatches::next() {
-    const int64_t* t = tokens_.data_ptr<int64_t>();
     int64_t* x = inputs_.data_ptr<int64_t>();
     int64_t* y = targets_.data_ptr<int64_t>();
-    const auto starts = static_cast<uint64_t>(tokens_.numel() - context_);  // offsets 0 .. n - T - 1
+    const auto starts = static_cast<uint64_t>(tokens_.size() - context_);  // offsets 0 .. n - T - 1
     for (int64_t b = 0; b < batch_size_; ++b) {
         const auto o = static_cast<int64_t>(gen_.below(starts));
-        std::copy_n(t + o, context_, x + b * context_);
-        std::copy_n(t + o + 1, context_, y + b * context_);
+        tokens_.copy_to(o, context_, x + b * context_);
+        tokens_.copy_to(o + 1, context_, y + b * context_);
     }
     inputs_.bump_version();
     targets_.bump_version();
     return {inputs_, targets_};
 }
 
-int64_t TextBatches::windows() const { return (tokens_.numel() - 1) / context_; }
+int64_t TextBatches::windows() const { return (tokens_.size() - 1) / context_; }
 
 std::pair<Tensor, Tensor> TextBatches::window(int64_t w) const {
     NORMNET_CHECK(w >= 0 && w < windows(), "TextBatches::window: ", w, " is not in [0, ", windows(), ")");
-    return {tokens_.narrow(0, w * context_, context_).view({1, context_}),
-            tokens_.narrow(0, w * context_ + 1, context_).view({1, context_})};
+    return {tokens_.slice(w * context_, context_).view({1, context_}),
+            tokens_.slice(w * context_ + 1, context_).view({1, context_})};
 }
 
 }  // namespace normnet

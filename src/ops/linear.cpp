@@ -181,10 +181,12 @@ public:
     const char* name() const override { return "AddmmBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1);
+        // dweight: [OC, C] = dout^T @ inp, first: inp is often recomputed (a GELU's or a norm's
+        // output), and is given back before dinp's buffer is made.
+        if (const GradOut dw = grad_out(1)) gemm(true, false, OC, C, N, 1.0f, dout.data(), OC, x.data(), C, dw.beta(), dw.data, C);
+        drop_saved(0);
         // dinp: [N, C] = dout: [N, OC] @ weight: [OC, C]
         if (const GradOut dx = grad_out(0)) gemm(false, false, N, C, OC, 1.0f, dout.data(), OC, weight.data(), C, dx.beta(), dx.data, C);
-        // dweight: [OC, C] = dout^T @ inp
-        if (const GradOut dw = grad_out(1)) gemm(true, false, OC, C, N, 1.0f, dout.data(), OC, x.data(), C, dw.beta(), dw.data, C);
         // dbias: [OC] = column sums of dout
         if (const GradOut db = grad_out(2)) sum_to(db, dout.view({N, OC}), {OC});
     }

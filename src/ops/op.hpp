@@ -120,6 +120,10 @@ public:
     /// Saved tensor i, as record() saved it (the engine has checked that it was not modified
     /// in place since).
     const Tensor& saved(int i) const { return saved_[static_cast<size_t>(i)]; }
+    /// Lets go of saved tensor i before backward() returns, after its last read: a tensor
+    /// recomputed for this backward (a recipe) is then given back before the gradient buffers
+    /// made after it, instead of coexisting with them (the step's peak holds one buffer fewer).
+    void drop_saved(int i) { saved_[static_cast<size_t>(i)] = Tensor(); }
     /// Throws PyTorch's error when a saved tensor's data was modified in place after it was
     /// saved; the engine calls it before backward(), so a failing node writes no gradient.
     void check_saved() const;

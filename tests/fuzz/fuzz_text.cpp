@@ -14,12 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const normnet::Error&) {
         return 0;
     }
-    for (const normnet::Tensor* stream : {&corpus.train, &corpus.val}) {
-        std::vector<int64_t> ids(static_cast<size_t>(stream->numel()));
-        for (size_t i = 0; i < ids.size(); ++i) ids[i] = stream->data_ptr<int64_t>()[i];
-        corpus.decode(ids);  // throws (a finding) if an id is outside the vocabulary
+    for (const normnet::TokenStream* stream : {&corpus.train, &corpus.val}) {
+        corpus.decode(stream->to_vector());  // throws (a finding) if an id is outside the vocabulary
     }
-    if (corpus.train.numel() > 4) {
+    if (corpus.train.size() > 4) {
         normnet::TextBatches batches(corpus.train, 2, 4, 0);
         batches.next();
         if (batches.windows() > 0) batches.window(batches.windows() - 1);
