@@ -28,13 +28,12 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     // logits and their softmax.
     const int64_t per_block = 6 * d + ff + 2 * H + 2 * 4;
     const int64_t saved = B * T * (layers * per_block + d + 4 + 2 * V) * 4;
-    // Gradients in flight at the peak, now in the last block's feed-forward backward: two of ff
-    // floats (linear2's recomputed input, given back before its gradient is made; then that
-    // gradient and the GELU's, which is not written over it: the in-place kernel did not
-    // vectorise for GELU and cost a quarter of the step) and the gradient of the block's output
-    // (the head's and the final norm's saved tensors, freed by then, make room for the residual
-    // stream's gradient; the weights' gradients exist before the step).
-    const int64_t in_flight = B * T * (2 * ff + d) * 4;
+    // Gradients in flight at the peak, now in the last block's feed-forward backward: linear2's
+    // input recomputed (the GELU's output, ff floats), given back before its gradient (ff) is
+    // made, which the GELU's backward then turns into linear1's in place; and the gradient of
+    // the block's output (the head's and the final norm's saved tensors, freed by then, make
+    // room for the residual stream's gradient; the weights' gradients exist before the step).
+    const int64_t in_flight = B * T * (ff + d) * 4;
 
     const int64_t before = detail::buffer_bytes_in_use();
     detail::reset_peak_buffer_bytes_in_use();
