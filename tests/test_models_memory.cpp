@@ -86,3 +86,40 @@ TEST_CASE("models memory: checkpointed blocks give the same step for less memory
     // at a time in backward.
     CHECK(checkpointed.peak < plain.peak * 2 / 3);
 }
+
+TEST_CASE("models memory: a CharTransformer with checkpointed feed-forward sublayers gives the same loss and gradients",
+          "[models][memory]") {
+    const int64_t B = 4, T = 16, V = 11, d = 32, H = 4, layers = 2;
+    Generator gen(1);
+    const Tensor x = randint(V, {B, T}, gen), y = randint(V, {B * T}, gen);
+    for (const bool pre : {true, false}) {
+        for (const double p : {0.0, 0.1}) {
+            struct Step {
+                float loss;
+                std::vector<std::vector<float>> grads;
+            };
+            const auto run = [&](bool ffn) {
+                manual_seed(0);
+                models::CharTransformer model(models::CharTransformerOptions{.vocab_size = V,
+                                                                             .context = T,
+                                                                             .d_model = d,
+                                                                             .n_layers = layers,
+                                                                             .n_heads = H,
+                                                                             .dropout = p,
+                                                                             .norm_first = pre,
+                                                                             .checkpoint_ffn = ffn});
+                manual_seed(1);  // the same dropout draws in both runs
+                Step s;
+                Tensor loss = cross_entropy(model.forward(x).reshape({-1, V}), y);
+                loss.backward();
+                s.loss = loss.item();
+                for (const auto& q : model.parameters()) s.grads.push_back(q.grad().to_vector());
+                return s;
+            };
+            INFO("norm_first " << pre << ", dropout " << p);
+            const Step plain = run(false), ffn = run(true);
+            CHECK(ffn.loss == plain.loss);
+            CHECK(ffn.grads == plain.grads);
+        }
+    }
+}
