@@ -28,13 +28,12 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     // logits and their softmax.
     const int64_t per_block = 6 * d + ff + 2 * H + 2 * 4;
     const int64_t saved = B * T * (layers * per_block + d + 4 + 2 * V) * 4;
-    // Gradients in flight at the peak, now in the last block's feed-forward backward: two of ff
-    // floats (linear2's recomputed input, given back before its gradient is made; then that
-    // gradient and the GELU's, which is not written over it: the in-place kernel did not
-    // vectorise for GELU and cost a quarter of the step) and the gradient of the block's output
-    // (the head's and the final norm's saved tensors, freed by then, make room for the residual
-    // stream's gradient; the weights' gradients exist before the step).
-    const int64_t in_flight = B * T * (2 * ff + d) * 4;
+    // Gradients in flight at the peak, now in the last block's feed-forward backward: linear2's
+    // input recomputed (the GELU's output, ff floats), given back before its gradient (ff) is
+    // made, which the GELU's backward then turns into linear1's in place; and the gradient of
+    // the block's output (the head's and the final norm's saved tensors, freed by then, make
+    // room for the residual stream's gradient; the weights' gradients exist before the step).
+    const int64_t in_flight = B * T * (ff + d) * 4;
 
     const int64_t before = detail::buffer_bytes_in_use();
     detail::reset_peak_buffer_bytes_in_use();
@@ -86,4 +85,41 @@ TEST_CASE("models memory: checkpointed blocks give the same step for less memory
     // instead of its activations (6 d + ff + ... floats), and one block's activations exist again
     // at a time in backward.
     CHECK(checkpointed.peak < plain.peak * 2 / 3);
+}
+
+TEST_CASE("models memory: a CharTransformer with checkpointed feed-forward sublayers gives the same loss and gradients",
+          "[models][memory]") {
+    const int64_t B = 4, T = 16, V = 11, d = 32, H = 4, layers = 2;
+    Generator gen(1);
+    const Tensor x = randint(V, {B, T}, gen), y = randint(V, {B * T}, gen);
+    for (const bool pre : {true, false}) {
+        for (const double p : {0.0, 0.1}) {
+            struct Step {
+                float loss;
+                std::vector<std::vector<float>> grads;
+            };
+            const auto run = [&](bool ffn) {
+                manual_seed(0);
+                models::CharTransformer model(models::CharTransformerOptions{.vocab_size = V,
+                                                                             .context = T,
+                                                                             .d_model = d,
+                                                                             .n_layers = layers,
+                                                                             .n_heads = H,
+                                                                             .dropout = p,
+                                                                             .norm_first = pre,
+                                                                             .checkpoint_ffn = ffn});
+                manual_seed(1);  // the same dropout draws in both runs
+                Step s;
+                Tensor loss = cross_entropy(model.forward(x).reshape({-1, V}), y);
+                loss.backward();
+                s.loss = loss.item();
+                for (const auto& q : model.parameters()) s.grads.push_back(q.grad().to_vector());
+                return s;
+            };
+            INFO("norm_first " << pre << ", dropout " << p);
+            const Step plain = run(false), ffn = run(true);
+            CHECK(ffn.loss == plain.loss);
+            CHECK(ffn.grads == plain.grads);
+        }
+    }
 }

@@ -25,7 +25,7 @@ constexpr int kBenchRepeats = 3;
 // The options the LM bench reads; any other option given is an error for --model lm.
 const std::set<std::string> kBenchLmOptions{"--model", "--batch-sizes", "--norms", "--norm-placement", "--steps",
                                             "--warmup-steps", "--epochs", "--data", "--text", "--context", "--d-model",
-                                            "--layers", "--heads", "--threads", "--json", "--recompute", "--help"};
+                                            "--layers", "--heads", "--threads", "--json", "--recompute", "--recompute-ffn", "--help"};
 
 }  // namespace
 
@@ -52,6 +52,11 @@ void add_bench_lm_options(CLI::App& cmd) {
     if (cmd.get_option_no_throw("--recompute") == nullptr) {
         cmd.add_flag("--recompute")
             ->description("Activation checkpointing of each block, as lm train --recompute" + lm)
+            ->group(kLmOptionGroup);
+    }
+    if (cmd.get_option_no_throw("--recompute-ffn") == nullptr) {
+        cmd.add_flag("--recompute-ffn")
+            ->description("Activation checkpointing of each block's feed-forward sublayer only" + lm)
             ->group(kLmOptionGroup);
     }
 }
@@ -85,6 +90,7 @@ void run_bench_lm(const CLI::App& cmd) {
         base.model.norm_first = placement == "pre";
         base.threads = given_option<int>(cmd, "--threads", 0);
         base.recompute = cmd.count("--recompute") > 0;
+        base.recompute_ffn = cmd.count("--recompute-ffn") > 0;
         steps = given_option<int64_t>(cmd, "--steps", kBenchSteps);
         warmup_steps = given_option<int64_t>(cmd, "--warmup-steps", kBenchWarmupSteps);
         repeats = given_option<int>(cmd, "--epochs", kBenchRepeats);
@@ -114,7 +120,9 @@ void run_bench_lm(const CLI::App& cmd) {
     spec.vocab_size = corpus.vocab_size();
     if (!json) {
         std::printf("normnet bench --model lm: %s%s, AdamW lr %g, %s, %s, %lld warm-up + %d x %s per row\n", spec.str().c_str(),
-                    base.recompute ? ", blocks recomputed in backward" : "",
+                    base.recompute       ? ", blocks recomputed in backward"
+                    : base.recompute_ffn ? ", feed-forward sublayers recomputed in backward"
+                                         : "",
                     base.lr, base.text.c_str(), plural(base.threads, "thread").c_str(), static_cast<long long>(warmup_steps),
                     repeats, plural(steps, "timed step").c_str());
         std::printf("%-8s %6s %12s %12s %12s %8s %10s\n", "norm", "batch", ("s/" + std::to_string(steps) + " steps").c_str(),
@@ -160,6 +168,7 @@ void run_bench_lm(const CLI::App& cmd) {
                                          {"batch", batch},
                                          {"threads", base.threads},
                                          {"recompute", base.recompute},
+                                         {"recompute_ffn", base.recompute_ffn},
                                          {"context", spec.context},
                                          {"vocab", spec.vocab_size},
                                          {"steps", steps},

@@ -142,6 +142,11 @@ LmTrainer::LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmM
         NORMNET_CHECK(transformer != nullptr, "--recompute: the model is not a CharTransformer");
         transformer->set_checkpoint_blocks(true);
     }
+    if (config_.recompute_ffn) {
+        auto* transformer = dynamic_cast<models::CharTransformer*>(model_.get());
+        NORMNET_CHECK(transformer != nullptr, "--recompute-ffn: the model is not a CharTransformer");
+        transformer->set_checkpoint_ffn(true);
+    }
     if (replicas_.parallel()) {
         // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).
         dist::broadcast_module(*model_);

@@ -31,6 +31,11 @@ struct CharTransformerOptions {
     // between forward and backward and runs again in backward. Changes no result, only memory and
     // time; with norm "batch" the running statistics would be updated twice, so it is refused.
     bool checkpoint_blocks = false;
+    // Selective checkpointing: only each block's feed-forward sublayer (norm2 -> linear1 -> GELU ->
+    // linear2 with pre-LN, linear1 -> ... -> linear2 with post-LN) is under checkpoint, so its
+    // [N, ff] activations are not kept between forward and backward; attention keeps its own.
+    // Ignored when checkpoint_blocks is on (which recomputes the feed-forward sublayer too).
+    bool checkpoint_ffn = false;
 };
 
 /// Token embedding tok_emb [vocab_size, d_model] plus a learned positional embedding pos_emb
@@ -49,6 +54,8 @@ public:
     const CharTransformerOptions& options() const { return options_; }
     /// Turns options().checkpoint_blocks on or off (it changes no parameter).
     void set_checkpoint_blocks(bool on);
+    /// Turns options().checkpoint_ffn on or off (it changes no parameter).
+    void set_checkpoint_ffn(bool on);
 
     std::shared_ptr<Embedding> tok_emb;
     Tensor pos_emb;
