@@ -110,7 +110,8 @@ std::string LmConfig::to_json() const {
                                   {"seed", seed},
                                   {"threads", threads},
                                   {"bn_sync", bn_sync},
-                                  {"recompute", recompute}}
+                                  {"recompute", recompute},
+                                  {"recompute_ffn", recompute_ffn}}
         .dump();
 }
 
@@ -135,6 +136,7 @@ LmConfig LmConfig::from_json(const std::string& text, const std::string& where) 
         read_field(j, "threads", c.threads);
         read_field(j, "bn_sync", c.bn_sync);
         read_field(j, "recompute", c.recompute);
+        read_field(j, "recompute_ffn", c.recompute_ffn);
     } catch (const std::exception& e) {
         fail(where, ": malformed training config metadata: ", e.what());
     }
@@ -164,6 +166,10 @@ void LmConfig::validate() const {
     NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
     NORMNET_CHECK(!recompute || model.norm != "batch", "--recompute: not with --norm batch (its running statistics "
                   "would be updated twice per step)");
+    NORMNET_CHECK(!recompute_ffn || model.norm != "batch", "--recompute-ffn: not with --norm batch (its running "
+                  "statistics would be updated twice per step)");
+    NORMNET_CHECK(!(recompute && recompute_ffn), "--recompute-ffn: not with --recompute, which recomputes whole blocks "
+                  "already");
     NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
 }
 

@@ -69,8 +69,7 @@ struct LmConfig {
     // Activation checkpointing of each Transformer block (CharTransformer's checkpoint_blocks):
     // less memory, each block's forward run twice. A recipe choice, not the architecture.
     bool recompute = false;
-    // Only each block's feed-forward sublayer checkpointed (checkpoint_ffn; bench --model lm
-    // --recompute-ffn): not saved in config.json.
+    // Only each block's feed-forward sublayer checkpointed (CharTransformer's checkpoint_ffn).
     bool recompute_ffn = false;
 
     std::string to_json() const;
