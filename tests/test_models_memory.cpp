@@ -45,7 +45,8 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     CHECK(detail::buffer_bytes_in_use() == before);  // and all of it is given back
 }
 
-TEST_CASE("models memory: checkpointed blocks give the same step for less memory", "[models][memory][checkpoint]") {
+TEST_CASE("models memory: checkpointed blocks or feed-forward sublayers give the same step for less memory",
+          "[models][memory][checkpoint]") {
     const int64_t V = 40, B = 4, T = 32, d = 32, layers = 3, H = 2;
     Generator gen(1);
     const Tensor x = randint(V, {B, T}, gen), y = randint(V, {B * T}, gen);
@@ -54,72 +55,48 @@ TEST_CASE("models memory: checkpointed blocks give the same step for less memory
         std::vector<std::vector<float>> grads;
         int64_t peak;
     };
-    const auto run = [&](bool checkpoint_blocks) {
+    // The second of two steps (the parameters' gradients exist from the first on), with the
+    // same dropout draws in every run.
+    const auto run = [&](models::CharTransformerOptions o) {
+        o.vocab_size = V, o.context = T, o.d_model = d, o.n_layers = layers, o.n_heads = H;
         manual_seed(0);
-        models::CharTransformer model(models::CharTransformerOptions{.vocab_size = V,
-                                                                     .context = T,
-                                                                     .d_model = d,
-                                                                     .n_layers = layers,
-                                                                     .n_heads = H,
-                                                                     .checkpoint_blocks = checkpoint_blocks});
+        models::CharTransformer model(o);
         const auto step = [&] {
             Tensor loss = cross_entropy(model.forward(x).reshape({-1, V}), y);
             loss.backward();
             return loss.item();
         };
-        step();  // the parameters' gradients exist from here on
+        step();
         for (auto& p : model.parameters()) p.grad().zero_();
         const int64_t before = detail::buffer_bytes_in_use();
         detail::reset_peak_buffer_bytes_in_use();
+        manual_seed(1);
         Step s;
         s.loss = step();
         s.peak = detail::peak_buffer_bytes_in_use() - before;
         for (const auto& p : model.parameters()) s.grads.push_back(p.grad().to_vector());
         return s;
     };
-    const Step plain = run(false), checkpointed = run(true);
-    CHECK(checkpointed.loss == plain.loss);
-    CHECK(checkpointed.grads == plain.grads);
-    INFO("peak " << plain.peak << " bytes plain, " << checkpointed.peak << " with checkpointed blocks");
-    // Between forward and backward a checkpointed block keeps only its input (d floats per token)
-    // instead of its activations (6 d + ff + ... floats), and one block's activations exist again
-    // at a time in backward.
-    CHECK(checkpointed.peak < plain.peak * 2 / 3);
-}
-
-TEST_CASE("models memory: a CharTransformer with checkpointed feed-forward sublayers gives the same loss and gradients",
-          "[models][memory]") {
-    const int64_t B = 4, T = 16, V = 11, d = 32, H = 4, layers = 2;
-    Generator gen(1);
-    const Tensor x = randint(V, {B, T}, gen), y = randint(V, {B * T}, gen);
     for (const bool pre : {true, false}) {
         for (const double p : {0.0, 0.1}) {
-            struct Step {
-                float loss;
-                std::vector<std::vector<float>> grads;
-            };
-            const auto run = [&](bool ffn) {
-                manual_seed(0);
-                models::CharTransformer model(models::CharTransformerOptions{.vocab_size = V,
-                                                                             .context = T,
-                                                                             .d_model = d,
-                                                                             .n_layers = layers,
-                                                                             .n_heads = H,
-                                                                             .dropout = p,
-                                                                             .norm_first = pre,
-                                                                             .checkpoint_ffn = ffn});
-                manual_seed(1);  // the same dropout draws in both runs
-                Step s;
-                Tensor loss = cross_entropy(model.forward(x).reshape({-1, V}), y);
-                loss.backward();
-                s.loss = loss.item();
-                for (const auto& q : model.parameters()) s.grads.push_back(q.grad().to_vector());
-                return s;
-            };
             INFO("norm_first " << pre << ", dropout " << p);
-            const Step plain = run(false), ffn = run(true);
-            CHECK(ffn.loss == plain.loss);
-            CHECK(ffn.grads == plain.grads);
+            const models::CharTransformerOptions o{.dropout = p, .norm_first = pre};
+            auto blocks = o, ffn = o;
+            blocks.checkpoint_blocks = true;
+            ffn.checkpoint_ffn = true;
+            const Step plain = run(o), checkpointed = run(blocks), ffn_checkpointed = run(ffn);
+            CHECK(checkpointed.loss == plain.loss);
+            CHECK(checkpointed.grads == plain.grads);
+            CHECK(ffn_checkpointed.loss == plain.loss);
+            CHECK(ffn_checkpointed.grads == plain.grads);
+            INFO("peak " << plain.peak << " bytes plain, " << checkpointed.peak << " with checkpointed blocks, "
+                         << ffn_checkpointed.peak << " with checkpointed feed-forward sublayers");
+            // Between forward and backward a checkpointed block keeps only its input (d floats per
+            // token) instead of its activations (6 d + ff + ... floats), and one block's activations
+            // exist again at a time in backward; a checkpointed feed-forward sublayer drops its ff
+            // floats per token.
+            CHECK(checkpointed.peak < plain.peak * 2 / 3);
+            CHECK(ffn_checkpointed.peak < plain.peak);
         }
     }
 }
