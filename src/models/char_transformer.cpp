@@ -14,7 +14,6 @@ CharTransformer::CharTransformer(const CharTransformerOptions& options) : option
                   o.context, ") must be positive");
     const int64_t ff = o.dim_feedforward > 0 ? o.dim_feedforward : 4 * o.d_model;
     set_checkpoint_blocks(o.checkpoint_blocks);
-    set_checkpoint_ffn(o.checkpoint_ffn);
     tok_emb = register_module("tok_emb", std::make_shared<Embedding>(o.vocab_size, o.d_model));
     pos_emb = register_parameter("pos_emb", empty({o.context, o.d_model}));
     nn::init::normal_(tok_emb->weight, 0.0, 0.02);
@@ -23,6 +22,7 @@ CharTransformer::CharTransformer(const CharTransformerOptions& options) : option
     encoder = register_module(
         "encoder", detail::encoder_stack(o.d_model, o.n_heads, ff, o.n_layers, o.dropout, o.norm, o.norm_first));
     head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab_size, false));
+    set_checkpoint_ffn(o.checkpoint_ffn);  // sets it on the encoder's layers
 }
 
 Tensor CharTransformer::forward(const Tensor& tokens) {
@@ -32,33 +32,6 @@ Tensor CharTransformer::forward(const Tensor& tokens) {
     NORMNET_CHECK(T >= 1 && T <= options_.context, "CharTransformer: sequence length ", T,
                   " must be in [1, context = ", options_.context, "] (tokens ", tokens.shape(), ")");
     const Tensor x = drop->forward(tok_emb->forward(tokens) + pos_emb.narrow(0, 0, T));
-    if (!options_.checkpoint_blocks && options_.checkpoint_ffn) {
-        // The block's forward (TransformerEncoderLayer::forward), its feed-forward sublayer under
-        // checkpoint: the same ops in the same order (dropout draws too: checkpoint replays the
-        // generator), so the same results bit for bit.
-        Tensor h = x;
-        for (size_t i = 0; i < encoder->num_layers(); ++i) {
-            TransformerEncoderLayer* l = &encoder->layer(i);
-            const bool pre = l->options().norm_first;
-            const auto ff = [l, pre](const Tensor& in) {
-                const Tensor a = l->linear1->forward(pre ? l->norm2->forward(in) : in);
-                return l->dropout2->forward(
-                    l->linear2->forward(l->dropout->forward(l->options().activation == "gelu" ? gelu(a) : relu(a))));
-            };
-            const auto sa = [l](const Tensor& in) {
-                return l->dropout1->forward(
-                    std::get<0>(l->self_attn->forward(in, in, in, Tensor{}, false, Tensor{}, true, /*is_causal=*/true)));
-            };
-            if (pre) {
-                h = h + sa(l->norm1->forward(h));
-                h = h + checkpoint(ff, h);
-            } else {
-                h = l->norm1->forward(h + sa(h));
-                h = l->norm2->forward(h + checkpoint(ff, h));
-            }
-        }
-        return head->forward(encoder->norm ? encoder->norm->forward(h) : h);
-    }
     if (!options_.checkpoint_blocks) return head->forward(encoder->forward(x, Tensor{}, Tensor{}, /*is_causal=*/true));
     // The encoder's loop, each block under checkpoint (its lambda captures one pointer, so the
     // std::function the node keeps needs no allocation).
@@ -80,6 +53,8 @@ void CharTransformer::set_checkpoint_ffn(bool on) {
     NORMNET_CHECK(!on || options_.norm != "batch", "CharTransformer: checkpointing feed-forward sublayers with BatchNorm "
                   "would update its running statistics twice per step");
     options_.checkpoint_ffn = on;
+    // Each layer checkpoints its own feed-forward sublayer (TransformerEncoderLayer).
+    for (size_t i = 0; i < encoder->num_layers(); ++i) encoder->layer(i).checkpoint_feedforward = on;
 }
 
 }  // namespace normnet::models

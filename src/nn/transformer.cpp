@@ -1,6 +1,7 @@
 // TransformerEncoderLayer and TransformerEncoder: PyTorch's structure and forward (pre- and
 // post-LN), with the normalisation inside a block chosen by name.
 #include "normnet/nn/transformer.hpp"
+#include "normnet/autograd.hpp"
 
 #include "normnet/nn/norm.hpp"
 #include "normnet/ops.hpp"
@@ -39,17 +40,20 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
     const auto sa_block = [&](const Tensor& x) {
         return dropout1->forward(std::get<0>(self_attn->forward(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal)));
     };
-    const auto ff_block = [&](const Tensor& x) {
-        const Tensor h = linear1->forward(x);
+    // The feed-forward sublayer, with pre-LN its norm too (captures only `this`, so the
+    // std::function checkpoint keeps needs no allocation).
+    const auto ff_sublayer = [this](const Tensor& x) {
+        const Tensor h = linear1->forward(options_.norm_first ? norm2->forward(x) : x);
         return dropout2->forward(linear2->forward(dropout->forward(options_.activation == "gelu" ? gelu(h) : relu(h))));
     };
+    const auto ff = [&](const Tensor& x) { return checkpoint_feedforward ? checkpoint(ff_sublayer, x) : ff_sublayer(x); };
     Tensor x = src;
     if (options_.norm_first) {
         x = x + sa_block(norm1->forward(x));
-        x = x + ff_block(norm2->forward(x));
+        x = x + ff(x);
     } else {
         x = norm1->forward(x + sa_block(x));
-        x = norm2->forward(x + ff_block(x));
+        x = norm2->forward(x + ff(x));
     }
     return x;
 }

@@ -34,7 +34,7 @@ struct CharTransformerOptions {
     // Selective checkpointing: only each block's feed-forward sublayer (norm2 -> linear1 -> GELU ->
     // linear2 with pre-LN, linear1 -> ... -> linear2 with post-LN) is under checkpoint, so its
     // [N, ff] activations are not kept between forward and backward; attention keeps its own.
-    // Ignored when checkpoint_blocks is on (which recomputes the feed-forward sublayer too).
+    // With checkpoint_blocks on too it only nests inside the block's checkpoint (no further saving).
     bool checkpoint_ffn = false;
 };
 

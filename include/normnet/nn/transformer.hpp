@@ -55,6 +55,10 @@ public:
     Tensor forward(const Tensor& src) override { return forward(src, Tensor{}); }
     std::string type_name() const override { return "TransformerEncoderLayer"; }
     const TransformerEncoderLayerOptions& options() const { return options_; }
+    /// Runs the feed-forward sublayer (with pre-LN, norm2 too) under checkpoint(): between forward
+    /// and backward it keeps only its input, and runs again in backward. Same results bit for bit.
+    /// Not with a BatchNorm norm2 in pre-LN (its running statistics would be updated twice).
+    bool checkpoint_feedforward = false;
 
     std::shared_ptr<MultiheadAttention> self_attn;
     std::shared_ptr<Linear> linear1, linear2;
