@@ -21,19 +21,19 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     // Floats saved per token. Each block: its input and the input after attention (saved by the
     // norms), q k v (in_proj's output, read in place), each query row's softmax maximum and
     // 1 / sum per head (the attention weights are recomputed from them), the heads' output
-    // (out_proj's input), linear1's output (saved by GELU); with the norms' statistics (mean and
-    // rstd in double). Not the norms' outputs nor the GELU's (the inputs of in_proj, linear1 and
-    // linear2): those are recomputed in backward from what the norms and the GELU save. After the
-    // blocks: the final norm's input (its output, the head's input, is recomputed too) and the
-    // logits and their softmax.
+    // (out_proj's input), the feed-forward network's hidden pre-activation (ff, kept by the fused
+    // feed_forward); with the norms' statistics (mean and rstd in double). Not the norms'
+    // outputs (the inputs of in_proj and of the feed-forward network): those are recomputed in
+    // backward from what the norms save. After the blocks: the final norm's input (its output,
+    // the head's input, is recomputed too) and the logits and their softmax.
     const int64_t per_block = 6 * d + ff + 2 * H + 2 * 4;
     const int64_t saved = B * T * (layers * per_block + d + 4 + 2 * V) * 4;
-    // Gradients in flight at the peak, now in the last block's feed-forward backward: linear2's
-    // input recomputed (the GELU's output, ff floats), given back before its gradient (ff) is
-    // made, which the GELU's backward then turns into linear1's in place; and the gradient of
-    // the block's output (the head's and the final norm's saved tensors, freed by then, make
-    // room for the residual stream's gradient; the weights' gradients exist before the step).
-    const int64_t in_flight = B * T * (ff + d) * 4;
+    // In flight at the peak, in the last block's feed-forward backward: the gradients of the
+    // block's output and of the network's input (d floats each per token), and feed_forward's
+    // scratch, one block of rows of ff floats (here all B * T rows) and ff doubles (the head's
+    // and the final norm's saved tensors, freed by then, make room for more; the weights'
+    // gradients exist before the step).
+    const int64_t in_flight = B * T * (2 * d) * 4 + (B * T * ff + 2 * ff) * 4;
 
     const int64_t before = detail::buffer_bytes_in_use();
     detail::reset_peak_buffer_bytes_in_use();

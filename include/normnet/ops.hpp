@@ -33,6 +33,16 @@ NORMNET_API Tensor bmm(const Tensor& a, const Tensor& b);
 /// x [*, in] @ weight[out, in]^T + bias[out] -> [*, out]; weight is stored as in PyTorch.
 NORMNET_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 
+// ---- feed_forward.cpp: the Transformer's feed-forward network as one op ---------------------
+/// linear(act(linear(x, weight1, bias1)), weight2, bias2) with act "relu" or "gelu" (x [*, D],
+/// weight1 [F, D], weight2 [D, F]): the value of the three ops, computed by blocks of rows so
+/// that act's output and its gradient are never whole [*, F] tensors. Backward keeps only the
+/// hidden pre-activation [*, F], or with recompute_hidden nothing but x (the hidden rows are
+/// recomputed, bit for bit, block by block: one more x W1^T product for an [*, F] tensor less).
+/// TransformerEncoderLayer runs its feed-forward sublayer through it when its dropout is off.
+NORMNET_API Tensor feed_forward(const Tensor& x, const Tensor& weight1, const Tensor& bias1, const Tensor& weight2,
+                                const Tensor& bias2, std::string_view activation = "relu", bool recompute_hidden = false);
+
 // ---- elementwise.cpp: binary ops broadcast by PyTorch's rules ----------------------------------
 /// a + alpha * b, elementwise, broadcasting ([2, 3] + [3], [4, 1] + [1, 5], ...), as torch::add.
 NORMNET_API Tensor add(const Tensor& a, const Tensor& b, float alpha = 1.0f);

@@ -46,7 +46,17 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
         const Tensor h = linear1->forward(options_.norm_first ? norm2->forward(x) : x);
         return dropout2->forward(linear2->forward(dropout->forward(options_.activation == "gelu" ? gelu(h) : relu(h))));
     };
-    const auto ff = [&](const Tensor& x) { return checkpoint_feedforward ? checkpoint(ff_sublayer, x) : ff_sublayer(x); };
+    // With the dropout between the linears off, the same value through the fused op, which holds
+    // at most h (none of it when checkpointed: it recomputes h itself, and the norm's output is
+    // recomputed by the norm anyway).
+    const auto ff = [&](const Tensor& x) {
+        if (!dropout->is_training() || dropout->options().p == 0) {
+            const Tensor in = options_.norm_first ? norm2->forward(x) : x;
+            return dropout2->forward(feed_forward(in, linear1->weight, linear1->bias, linear2->weight, linear2->bias,
+                                                  options_.activation, checkpoint_feedforward));
+        }
+        return checkpoint_feedforward ? checkpoint(ff_sublayer, x) : ff_sublayer(x);
+    };
     Tensor x = src;
     if (options_.norm_first) {
         x = x + sa_block(norm1->forward(x));

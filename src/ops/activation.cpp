@@ -7,6 +7,7 @@
 
 #include "loop.hpp"
 #include "normnet/ops.hpp"
+#include "activation_ops.hpp"
 #include "op.hpp"
 #include "unary.hpp"
 
@@ -93,17 +94,6 @@ struct EluOp {
     float alpha = 1.0f;
     float value(float x) const { return x > 0.0f ? x : vmath::expm1(x) * alpha; }
     float grad(float x, float, float dy) const { return x > 0.0f ? dy : dy * (alpha * vmath::exp(x)); }
-};
-
-// y = x Phi(x); dx = dy (Phi(x) + x phi(x)), phi the standard normal density
-struct GeluOp {
-    static constexpr const char* kBackwardName = "GeluBackward0";
-    static constexpr Uses kUses = Uses::input;
-    float value(float x) const { return vmath::gelu(x); }
-    float grad(float x, float, float dy) const {
-        const float pdf = 0.398942280401432678f * vmath::exp(-0.5f * (x * x));
-        return dy * (vmath::normal_cdf(x) + x * pdf);
-    }
 };
 
 // y = x s, s = sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3) (= x (1 + tanh z) / 2);

@@ -15,4 +15,9 @@ void use_single_threaded_blas();
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+/// out: [N, OC] = inp: [N, C] @ weight: [OC, C]^T + bias: [OC] (bias may be null): linear's
+/// forward, and the fused feed-forward network's (the same kernel, so the same bits).
+void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int64_t C,
+                    int64_t OC);
+
 }  // namespace normnet::detail

@@ -11,6 +11,15 @@
 
 namespace normnet {
 namespace detail {
+
+void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int64_t C,
+                    int64_t OC) {
+    if (bias) {
+        for (int64_t n = 0; n < N; ++n) std::copy(bias, bias + OC, out + n * OC);
+    }
+    gemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
+}
+
 namespace {
 
 // ---- matmul -------------------------------------------------------------------------------
@@ -165,15 +174,6 @@ Shape gradient_batch_strides(const Shape& from, int64_t matrix, const Shape& sha
 }
 
 // ---- linear -------------------------------------------------------------------------------
-
-// out: [N, OC] = inp: [N, C] @ weight: [OC, C]^T + bias: [OC] (bias may be null)
-void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int64_t C,
-                    int64_t OC) {
-    if (bias) {
-        for (int64_t n = 0; n < N; ++n) std::copy(bias, bias + OC, out + n * OC);
-    }
-    gemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
-}
 
 class AddmmBackward final : public OpNode {
 public:
