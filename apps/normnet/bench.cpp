@@ -48,15 +48,28 @@ public:
     EpochFloor(const ModelSpec& spec, int64_t batch, int64_t samples)
         : full_(spec.kind().gemm_products(spec, batch)), steps_(samples / batch) {
         if (samples % batch != 0) last_.emplace(spec.kind().gemm_products(spec, samples % batch));
+        release();
     }
-    double seconds() {
+    /// One epoch's products, timed, between mapping the operands and unmapping them again
+    /// (untimed), with `peak` paused meanwhile.
+    double seconds(TrainingPeakRss& peak) {
+        peak.pause();
+        full_.acquire();
+        if (last_) last_->acquire();
         const auto start = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < steps_; ++i) full_.run();
         if (last_) last_->run();
-        return seconds_since(start);
+        const double s = seconds_since(start);
+        release();
+        peak.resume();
+        return s;
     }
 
 private:
+    void release() {
+        full_.release();
+        if (last_) last_->release();
+    }
     StepFloor full_;
     std::optional<StepFloor> last_;
     int64_t steps_;
@@ -131,6 +144,7 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
             c.model.norm = norm;
             c.batch_size = batch;
             c.epochs = a.warmup + a.repeats;
+            TrainingPeakRss peak;
             Trainer trainer(c, train, train, replicas);
             BenchResult r;
             r.norm = norm;
@@ -146,14 +160,14 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
                 const auto start = std::chrono::steady_clock::now();
                 r.final_loss = trainer.train_epoch().mean_loss();
                 r.epochs.push_back(seconds_since(start));
-                floors.push_back(floor.seconds());
+                floors.push_back(floor.seconds(peak));
                 ratios.push_back(r.epochs.back() / floors.back());
             }
             r.median_seconds = median(r.epochs);
             r.floor_seconds = median(floors);
             r.ratio = median(ratios);
             r.samples_per_second = static_cast<double>(train->size()) / r.median_seconds;
-            r.peak_rss = peak_rss_mb();
+            r.peak_rss = peak.mb();
             const double allreduce_ms = 1e3 * (trainer.seconds_in_allreduce() - allreduce_before) /
                                         static_cast<double>(a.repeats * trainer.batches_per_epoch());
             const nlohmann::ordered_json phases = phases_ms(times_before, trainer.step_times());

@@ -55,8 +55,9 @@ void add_bench_lm_options(CLI::App& cmd) {
             ->group(kLmOptionGroup);
     }
     if (cmd.get_option_no_throw("--recompute-ffn") == nullptr) {
-        cmd.add_flag("--recompute-ffn")
-            ->description("Activation checkpointing of each block's feed-forward sublayer only" + lm)
+        cmd.add_flag("--recompute-ffn,!--no-recompute-ffn")
+            ->description("Recompute each block's feed-forward hidden activations in backward, as lm train (on by "
+                          "default)" + lm)
             ->group(kLmOptionGroup);
     }
 }
@@ -90,7 +91,7 @@ void run_bench_lm(const CLI::App& cmd) {
         base.model.norm_first = placement == "pre";
         base.threads = given_option<int>(cmd, "--threads", 0);
         base.recompute = cmd.count("--recompute") > 0;
-        base.recompute_ffn = cmd.count("--recompute-ffn") > 0;
+        if (cmd.count("--recompute-ffn") > 0) base.recompute_ffn = cmd.get_option("--recompute-ffn")->as<bool>();
         steps = given_option<int64_t>(cmd, "--steps", kBenchSteps);
         warmup_steps = given_option<int64_t>(cmd, "--warmup-steps", kBenchWarmupSteps);
         repeats = given_option<int>(cmd, "--epochs", kBenchRepeats);
@@ -121,7 +122,7 @@ void run_bench_lm(const CLI::App& cmd) {
     if (!json) {
         std::printf("normnet bench --model lm: %s%s, AdamW lr %g, %s, %s, %lld warm-up + %d x %s per row\n", spec.str().c_str(),
                     base.recompute       ? ", blocks recomputed in backward"
-                    : base.recompute_ffn ? ", feed-forward sublayers recomputed in backward"
+                    : base.recompute_ffn ? ", feed-forward hidden activations recomputed in backward"
                                          : "",
                     base.lr, base.text.c_str(), plural(base.threads, "thread").c_str(), static_cast<long long>(warmup_steps),
                     repeats, plural(steps, "timed step").c_str());
@@ -136,6 +137,7 @@ void run_bench_lm(const CLI::App& cmd) {
             LmConfig c = base;
             c.model.norm = norm;
             c.batch_size = batch;
+            TrainingPeakRss peak;
             LmTrainer trainer(c, corpus, build_char_transformer);
             double last_loss = 0;
             const auto until = [&](int64_t target) {
@@ -150,14 +152,16 @@ void run_bench_lm(const CLI::App& cmd) {
                 auto start = std::chrono::steady_clock::now();
                 until(warmup_steps + (r + 1) * steps);
                 seconds.push_back(seconds_since(start));
+                peak.pause();
                 floor.acquire();
                 start = std::chrono::steady_clock::now();
                 for (int64_t s = 0; s < steps; ++s) floor.run();
                 floors.push_back(seconds_since(start));
                 floor.release();
+                peak.resume();
                 ratios.push_back(seconds.back() / floors.back());
             }
-            const double rss = peak_rss_mb();
+            const double rss = peak.mb();
             const double secs = median(seconds), floor_secs = median(floors), ratio = median(ratios);
             const double tokens_per_second = static_cast<double>(steps * batch * spec.context) / secs;
             if (json) {
@@ -168,7 +172,7 @@ void run_bench_lm(const CLI::App& cmd) {
                                          {"batch", batch},
                                          {"threads", base.threads},
                                          {"recompute", base.recompute},
-                                         {"recompute_ffn", base.recompute_ffn},
+                                         {"recompute_ffn", base.recompute_ffn && !base.recompute},
                                          {"context", spec.context},
                                          {"vocab", spec.vocab_size},
                                          {"steps", steps},

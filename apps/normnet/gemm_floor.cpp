@@ -1,8 +1,11 @@
 // The GEMM floor's passes: the products through detail::gemm, split as the layers split them.
 #include "gemm_floor.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "models.hpp"
 #include "ops/gemm.hpp"
@@ -26,20 +29,42 @@ FloorOperands::FloorOperands(const std::vector<Product>& whole_batch, const std:
     acquire();
 }
 
+MappedFloats::MappedFloats(size_t n, float value) : bytes_(std::max<size_t>(n, 1) * sizeof(float)) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    NORMNET_CHECK(p != MAP_FAILED, "GEMM floor: cannot map ", bytes_, " bytes for its operands");
+    data_ = static_cast<float*>(p);
+    std::fill_n(data_, n, value);
+}
+
+MappedFloats::~MappedFloats() {
+    if (data_) munmap(data_, bytes_);
+}
+
+MappedFloats::MappedFloats(MappedFloats&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+MappedFloats& MappedFloats::operator=(MappedFloats&& other) noexcept {
+    if (this != &other) {
+        if (data_) munmap(data_, bytes_);
+        data_ = std::exchange(other.data_, nullptr);
+        bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+}
+
 void FloorOperands::acquire() {
-    if (a_.defined()) return;
-    const auto filled = [](size_t n, double v) { return full({static_cast<int64_t>(n)}, v); };
-    a_ = filled(a_size_, 0.5);
-    b_ = filled(b_size_, 0.25);
+    if (a_.data()) return;
+    a_ = MappedFloats(a_size_, 0.5f);
+    b_ = MappedFloats(b_size_, 0.25f);
     // Whole-batch products run on thread 0's output only; the others take per-image ones.
     c_.clear();
-    c_.push_back(filled(std::max(c_whole_, c_image_), 0.0));
-    for (int t = 1; t < threads_; ++t) c_.push_back(filled(c_image_, 0.0));
+    c_.emplace_back(std::max(c_whole_, c_image_), 0.0f);
+    for (int t = 1; t < threads_; ++t) c_.emplace_back(c_image_, 0.0f);
 }
 
 void FloorOperands::release() {
-    a_ = Tensor();
-    b_ = Tensor();
+    a_ = MappedFloats();
+    b_ = MappedFloats();
     c_.clear();
 }
 

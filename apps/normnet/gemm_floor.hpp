@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "normnet/tensor.hpp"
 
 namespace normnet::cli {
 
@@ -39,14 +38,30 @@ FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L
 void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
                                 int64_t heads, int64_t dim_feedforward);
 
+/// Floats in pages mapped for them alone (not normnet's caching allocator), so that freeing them
+/// gives the memory back to the system at once.
+class MappedFloats {
+public:
+    MappedFloats() = default;
+    MappedFloats(size_t n, float value);
+    ~MappedFloats();
+    MappedFloats(MappedFloats&& other) noexcept;
+    MappedFloats& operator=(MappedFloats&& other) noexcept;
+    float* data() const { return data_; }
+
+private:
+    float* data_ = nullptr;
+    size_t bytes_ = 0;
+};
+
 /// Operand buffers for products run one after another: one A and one B, which every thread only
 /// reads, each as large as the largest product's, and per thread one C: thread 0's for any
-/// product, the others' for the per-image products (whole-batch ones run on thread 0). Every product of a step writes into the same buffers, so a floor's
-/// memory is that of its largest product, not the sum over the step (which at the LM's batch 32
-/// was 390 MB, more than the training step itself, and showed in the bench's peak RSS). What
-/// the products cost barely changes: the LM's and ViT's operands are megabytes, beyond L2, so a
-/// product found them cold before and still does; per-image products reused one set per thread
-/// already.
+/// product, the others' for the per-image products (whole-batch ones run on thread 0). Every
+/// product of a step writes into the same buffers, so a floor's memory is that of its largest
+/// product, not the sum over the step (which at the LM's batch 32 was 390 MB, more than the
+/// training step itself). What the products cost barely changes: the LM's and ViT's operands
+/// are megabytes, beyond L2, so a product found them cold before and still does; per-image
+/// products reused one set per thread already.
 class FloorOperands {
 public:
     /// Room for whole-batch products (on thread 0) and per-image ones (on any of `threads`).
@@ -54,18 +69,16 @@ public:
     const float* a() const { return a_.data(); }
     const float* b() const { return b_.data(); }
     float* c(int thread) { return c_[static_cast<size_t>(thread)].data(); }
-    /// Gives the buffers back to normnet's caching allocator, where the training steps that
-    /// alternate with the floor find them (the floor's products have the step's shapes, so its
-    /// operands fit the step's blocks): a bench's peak RSS is then the step's, not the step's
-    /// plus the floor's. acquire() takes them again (filled as at first; call it untimed).
+    /// Unmaps the buffers: between the floor's runs a bench's process holds only the training's
+    /// memory (see TrainingPeakRss). acquire() maps them again (filled as at first; call it untimed).
     void release();
     void acquire();
 
 private:
     size_t a_size_ = 0, b_size_ = 0, c_whole_ = 0, c_image_ = 0;
     int threads_ = 1;
-    Tensor a_, b_;
-    std::vector<Tensor> c_;  // [thread]
+    MappedFloats a_, b_;
+    std::vector<MappedFloats> c_;  // [thread]
 };
 
 /// The products of one pass, with their operands allocated once (per thread for per-image ones),

@@ -166,10 +166,6 @@ void LmConfig::validate() const {
     NORMNET_CHECK(threads >= 0 && threads <= 1024, "--threads: must be in [1, 1024], got ", threads);
     NORMNET_CHECK(!recompute || model.norm != "batch", "--recompute: not with --norm batch (its running statistics "
                   "would be updated twice per step)");
-    NORMNET_CHECK(!recompute_ffn || model.norm != "batch", "--recompute-ffn: not with --norm batch (its running "
-                  "statistics would be updated twice per step)");
-    NORMNET_CHECK(!(recompute && recompute_ffn), "--recompute-ffn: not with --recompute, which recomputes whole blocks "
-                  "already");
     NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
 }
 

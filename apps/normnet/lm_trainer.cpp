@@ -142,10 +142,9 @@ LmTrainer::LmTrainer(const LmConfig& config, const TextCorpus& corpus, const LmM
         NORMNET_CHECK(transformer != nullptr, "--recompute: the model is not a CharTransformer");
         transformer->set_checkpoint_blocks(true);
     }
-    if (config_.recompute_ffn) {
-        auto* transformer = dynamic_cast<models::CharTransformer*>(model_.get());
-        NORMNET_CHECK(transformer != nullptr, "--recompute-ffn: the model is not a CharTransformer");
-        transformer->set_checkpoint_ffn(true);
+    if (config_.recompute_ffn && !config_.recompute) {
+        // On by default: a model of the factory's without Transformer blocks has nothing to recompute.
+        if (auto* transformer = dynamic_cast<models::CharTransformer*>(model_.get())) transformer->set_checkpoint_ffn(true);
     }
     if (replicas_.parallel()) {
         // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).

@@ -50,8 +50,6 @@ void CharTransformer::set_checkpoint_blocks(bool on) {
 }
 
 void CharTransformer::set_checkpoint_ffn(bool on) {
-    NORMNET_CHECK(!on || options_.norm != "batch", "CharTransformer: checkpointing feed-forward sublayers with BatchNorm "
-                  "would update its running statistics twice per step");
     options_.checkpoint_ffn = on;
     // Each layer checkpoints its own feed-forward sublayer (TransformerEncoderLayer).
     for (size_t i = 0; i < encoder->num_layers(); ++i) encoder->layer(i).checkpoint_feedforward = on;

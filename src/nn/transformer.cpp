@@ -40,22 +40,22 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
     const auto sa_block = [&](const Tensor& x) {
         return dropout1->forward(std::get<0>(self_attn->forward(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal)));
     };
-    // The feed-forward sublayer, with pre-LN its norm too (captures only `this`, so the
-    // std::function checkpoint keeps needs no allocation).
-    const auto ff_sublayer = [this](const Tensor& x) {
-        const Tensor h = linear1->forward(options_.norm_first ? norm2->forward(x) : x);
-        return dropout2->forward(linear2->forward(dropout->forward(options_.activation == "gelu" ? gelu(h) : relu(h))));
+    // The feed-forward network: with the dropout between its linears off, through the fused op,
+    // which holds at most h (nothing of [*, F] when checkpointed: it recomputes h itself);
+    // otherwise as the modules, under checkpoint() when checkpointed (the lambda captures only
+    // `this`, so the std::function checkpoint keeps needs no allocation). With pre-LN, norm2
+    // runs once, outside: a BatchNorm's running statistics are updated once per step.
+    const auto ffn = [this](const Tensor& x) {
+        const Tensor h = linear1->forward(x);
+        return linear2->forward(dropout->forward(options_.activation == "gelu" ? gelu(h) : relu(h)));
     };
-    // With the dropout between the linears off, the same value through the fused op, which holds
-    // at most h (none of it when checkpointed: it recomputes h itself, and the norm's output is
-    // recomputed by the norm anyway).
     const auto ff = [&](const Tensor& x) {
+        const Tensor in = options_.norm_first ? norm2->forward(x) : x;
         if (!dropout->is_training() || dropout->options().p == 0) {
-            const Tensor in = options_.norm_first ? norm2->forward(x) : x;
             return dropout2->forward(feed_forward(in, linear1->weight, linear1->bias, linear2->weight, linear2->bias,
                                                   options_.activation, checkpoint_feedforward));
         }
-        return checkpoint_feedforward ? checkpoint(ff_sublayer, x) : ff_sublayer(x);
+        return dropout2->forward(checkpoint_feedforward ? checkpoint(ffn, in) : ffn(in));
     };
     Tensor x = src;
     if (options_.norm_first) {

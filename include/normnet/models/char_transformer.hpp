@@ -31,10 +31,11 @@ struct CharTransformerOptions {
     // between forward and backward and runs again in backward. Changes no result, only memory and
     // time; with norm "batch" the running statistics would be updated twice, so it is refused.
     bool checkpoint_blocks = false;
-    // Selective checkpointing: only each block's feed-forward sublayer (norm2 -> linear1 -> GELU ->
-    // linear2 with pre-LN, linear1 -> ... -> linear2 with post-LN) is under checkpoint, so its
-    // [N, ff] activations are not kept between forward and backward; attention keeps its own.
-    // With checkpoint_blocks on too it only nests inside the block's checkpoint (no further saving).
+    // Selective recomputation: each block's feed-forward network (linear1 -> GELU -> linear2)
+    // recomputes its hidden [N, ff] activations in backward instead of keeping them
+    // (TransformerEncoderLayer::checkpoint_feedforward); attention keeps its own. Any norm (the
+    // norm before the network runs once). With checkpoint_blocks on too it only nests inside the
+    // block's checkpoint (no further saving).
     bool checkpoint_ffn = false;
 };
 

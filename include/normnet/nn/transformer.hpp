@@ -55,9 +55,9 @@ public:
     Tensor forward(const Tensor& src) override { return forward(src, Tensor{}); }
     std::string type_name() const override { return "TransformerEncoderLayer"; }
     const TransformerEncoderLayerOptions& options() const { return options_; }
-    /// Runs the feed-forward sublayer (with pre-LN, norm2 too) under checkpoint(): between forward
-    /// and backward it keeps only its input, and runs again in backward. Same results bit for bit.
-    /// Not with a BatchNorm norm2 in pre-LN (its running statistics would be updated twice).
+    /// Recomputes the feed-forward network's hidden activations in backward instead of keeping
+    /// them ([*, dim_feedforward] per block): feed_forward's recompute_hidden, or with the
+    /// dropout between the linears on, the network under checkpoint(). Same results bit for bit.
     bool checkpoint_feedforward = false;
 
     std::shared_ptr<MultiheadAttention> self_attn;
