@@ -129,7 +129,13 @@ TextCorpus load_text_corpus(const std::string& path, const TextCorpusOptions& op
     // streams: the first finds the records' lengths and the vocabulary, the second writes the ids.
     const std::vector<fs::path> files = corpus_files(path);
     std::vector<int64_t> lengths;  // of every record, in order
+    // The vocabulary: each code point as first seen (then sorted), so that building it costs the
+    // text's length, not a walk over all 0x110000 code points (most of a tiny corpus's load).
     std::vector<bool> seen(0x110000);
+    std::vector<char32_t> vocab;
+    const auto see = [&](char32_t c) {
+        if (!seen[c]) seen[c] = true, vocab.push_back(c);
+    };
     bool fortune_format = false;
     for (const fs::path& file : files) {
         const std::vector<char32_t> text = decode_utf8(read_text_file(file), file.string());
@@ -137,19 +143,18 @@ TextCorpus load_text_corpus(const std::string& path, const TextCorpusOptions& op
         fortune_format = fortune_format || spans.size() > 1;
         for (const auto& [b, e] : spans) {
             lengths.push_back(static_cast<int64_t>(e - b));
-            for (size_t i = b; i < e; ++i) seen[text[i]] = true;
+            for (size_t i = b; i < e; ++i) see(text[i]);
         }
     }
     NORMNET_CHECK(!lengths.empty(), path, ": no text (only record separators)");
     const size_t records = lengths.size();
     const double f = options.val_fraction;
-    if (records > 1 && fortune_format) seen[U'%'] = seen[U'\n'] = true;  // records keep their separator line
+    if (records > 1 && fortune_format) see(U'%'), see(U'\n');  // records keep their separator line
     TextCorpus corpus;
     corpus.name = path;
     corpus.records = static_cast<int64_t>(records);
-    for (char32_t c = 0; c < 0x110000; ++c) {
-        if (seen[c]) corpus.vocab.push_back(c);
-    }
+    std::sort(vocab.begin(), vocab.end());
+    corpus.vocab = std::move(vocab);
     const int64_t sep = records > 1 && fortune_format ? 2 : 0;
     int64_t train_size = 0, val_size = 0, cut = 0;
     if (records > 1) {
