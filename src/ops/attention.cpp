@@ -22,15 +22,17 @@
 #include "normnet/ops.hpp"
 #include "attention.hpp"
 #include "op.hpp"
+#include "vmath.hpp"
 
 namespace normnet {
 namespace detail {
 namespace {
 
 // out: [S] = exp(row - m): the one loop the forward and the backward's recomputation share, so
-// both round alike.
-void exp_shifted(float* __restrict out, const float* __restrict row, int64_t S, float m) {
-    for (int64_t j = 0; j < S; ++j) out[j] = std::exp(row[j] - m);
+// both round alike. vmath's exp, which vectorises: with glibc's expf, a call per element, the
+// exps were 6% of the ViT's step on one thread (perf).
+[[gnu::flatten]] void exp_shifted(float* __restrict out, const float* __restrict row, int64_t S, float m) {
+    for (int64_t j = 0; j < S; ++j) out[j] = vmath::exp(row[j] - m);
 }
 
 // out: [S] *= inv, the softmax's normalisation (shared as exp_shifted).

@@ -31,12 +31,19 @@ struct FeedForwardSizes {
     int64_t N = 0, D = 0, F = 0;  // rows, model width (x's and y's), hidden width (h's)
 };
 
-// h: [n, F] = act(x W1^T + b1) for n rows, and its pre-activation into `pre` when given.
+// g: [n] = act(h). Flattened, with restrict pointers, so that act's value inlines and the loop
+// vectorises (as unary.hpp's kernels).
 template <class Act>
-void hidden_block(float* __restrict g, float* pre, const float* x, const float* w1, const float* b1, int64_t n,
+[[gnu::flatten]] void activation_forward(float* __restrict g, const float* __restrict h, int64_t n, Act act) {
+    for (int64_t i = 0; i < n; ++i) g[i] = act.value(h[i]);
+}
+
+// g: [n, F] = act(pre), pre: [n, F] = x W1^T + b1 for n rows.
+template <class Act>
+void hidden_block(float* g, float* pre, const float* x, const float* w1, const float* b1, int64_t n,
                   const FeedForwardSizes& s, Act act) {
     linear_forward(pre, x, w1, b1, n, s.D, s.F);
-    for (int64_t i = 0; i < n * s.F; ++i) g[i] = act.value(pre[i]);
+    activation_forward(g, pre, n * s.F, act);
 }
 
 // dh: [n] written over dg: [n] = dg * act'(h)
@@ -121,7 +128,7 @@ public:
                 if (recompute) {
                     hidden_block(g, h, xr, w1.data(), b1.defined() ? b1.data() : nullptr, n, s, act);
                 } else if (dw2) {
-                    for (int64_t i = 0; i < n * s.F; ++i) g[i] = act.value(h[i]);
+                    activation_forward(g, h, n * s.F, act);
                 }
                 // dW2 += dy^T act(h); then g becomes d act(h) = dy W2, then dh.
                 if (dw2) gemm(true, false, s.D, s.F, n, 1.0f, dyr, s.D, g, s.F, 1.0f, sum_w2, s.F);
