@@ -194,6 +194,17 @@ int sequence_model_failures() {
                 count(what.c_str(), threads, lm, [&] { return cross_entropy(lm(tokens).reshape({4 * 32, 32}), targets); });
             }
         }
+        for (const bool recompute_ffn : {false, true}) {
+            // Without dropout the feed-forward networks run through the fused feed_forward, which
+            // keeps h or (lm train's default) recomputes it block by block in backward.
+            manual_seed(9);
+            CharTransformer lm(CharTransformerOptions{.vocab_size = 32, .context = 32, .d_model = 32, .n_layers = 2,
+                                                      .n_heads = 4, .checkpoint_ffn = recompute_ffn});
+            Generator gen(5);
+            const Tensor tokens = randint(32, {4, 32}, gen), targets = randint(32, {4 * 32}, gen);
+            count(recompute_ffn ? "CharTransformer fused feed-forward, recomputed" : "CharTransformer fused feed-forward",
+                  threads, lm, [&] { return cross_entropy(lm(tokens).reshape({4 * 32, 32}), targets); });
+        }
         {
             // Blocks under checkpoint (lm train --recompute): the re-run and its nested backward too.
             manual_seed(9);
