@@ -10,7 +10,6 @@
 // through that order.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "../parallel.hpp"
 #include "activation_ops.hpp"
@@ -31,25 +30,12 @@ struct FeedForwardSizes {
     int64_t N = 0, D = 0, F = 0;  // rows, model width (x's and y's), hidden width (h's)
 };
 
-// g: [n] = act(h). Flattened, with restrict pointers, so that act's value inlines and the loop
-// vectorises (as unary.hpp's kernels).
-template <class Act>
-[[gnu::flatten]] void activation_forward(float* __restrict g, const float* __restrict h, int64_t n, Act act) {
-    for (int64_t i = 0; i < n; ++i) g[i] = act.value(h[i]);
-}
-
 // g: [n, F] = act(pre), pre: [n, F] = x W1^T + b1 for n rows.
 template <class Act>
 void hidden_block(float* g, float* pre, const float* x, const float* w1, const float* b1, int64_t n,
                   const FeedForwardSizes& s, Act act) {
     linear_forward(pre, x, w1, b1, n, s.D, s.F);
-    activation_forward(g, pre, n * s.F, act);
-}
-
-// dh: [n] written over dg: [n] = dg * act'(h)
-template <class Act>
-[[gnu::flatten]] void activation_backward(float* __restrict dg, const float* __restrict h, int64_t n, Act act) {
-    for (int64_t i = 0; i < n; ++i) dg[i] = act.grad(h[i], 0.0f, dg[i]);
+    unary_forward(g, pre, n * s.F, act);
 }
 
 // sums: [F] += column sums of m: [n, F]
@@ -128,13 +114,13 @@ public:
                 if (recompute) {
                     hidden_block(g, h, xr, w1.data(), b1.defined() ? b1.data() : nullptr, n, s, act);
                 } else if (dw2) {
-                    activation_forward(g, h, n * s.F, act);
+                    unary_forward(g, h, n * s.F, act);
                 }
                 // dW2 += dy^T act(h); then g becomes d act(h) = dy W2, then dh.
                 if (dw2) gemm(true, false, s.D, s.F, n, 1.0f, dyr, s.D, g, s.F, 1.0f, sum_w2, s.F);
                 if (!need_dh) continue;
                 gemm(false, false, n, s.F, s.D, 1.0f, dyr, s.D, w2.data(), s.F, 0.0f, g, s.F);
-                activation_backward(g, h, n * s.F, act);
+                unary_backward_over(g, h, h, n * s.F, act);  // dh written over d act(h)
                 if (need_b1) add_column_sums(scratch.db1(t), g, n, s.F);
                 if (dw1) gemm(true, false, s.F, s.D, n, 1.0f, g, s.F, xr, s.D, 1.0f, sum_w1, s.D);
                 if (dx) gemm(false, false, n, s.D, s.F, 1.0f, g, s.F, w1.data(), s.D, dx.beta(), dx.data + r * s.D, s.D);
