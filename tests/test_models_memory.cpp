@@ -9,7 +9,11 @@
 using namespace normnet;
 
 TEST_CASE("models memory: a CharTransformer step peaks at its saved activations", "[models][memory]") {
-    const int64_t V = 40, B = 4, T = 32, d = 32, layers = 2, H = 2, ff = 4 * d;
+    // T = 64 keys are more than a head's q, k and v rows hold (3 x 16 floats): the attention
+    // recomputes its weights, as the LM's. T = 32: it saves them, as the ViT's.
+    const int64_t T = GENERATE(32, 64);
+    const int64_t V = 40, B = 4, d = 32, layers = 2, H = 2, ff = 4 * d;
+    const int64_t softmax_per_head = T <= 3 * (d / H) ? T : 2;
     manual_seed(0);
     models::CharTransformer model(models::CharTransformerOptions{
         .vocab_size = V, .context = T, .d_model = d, .n_layers = layers, .n_heads = H});
@@ -19,21 +23,23 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     step();  // the parameters' gradients exist from here on
 
     // Floats saved per token. Each block: its input and the input after attention (saved by the
-    // norms), q k v (in_proj's output, read in place), each query row's softmax maximum and
-    // 1 / sum per head (the attention weights are recomputed from them), the heads' output
+    // norms), q k v (in_proj's output, read in place), per head either the query's row of
+    // attention weights or its softmax maximum and 1 / sum (to recompute them), the heads' output
     // (out_proj's input), the feed-forward network's hidden pre-activation (ff, kept by the fused
     // feed_forward); with the norms' statistics (mean and rstd in double). Not the norms'
     // outputs (the inputs of in_proj and of the feed-forward network): those are recomputed in
     // backward from what the norms save. After the blocks: the final norm's input (its output,
     // the head's input, is recomputed too) and the logits and their softmax.
-    const int64_t per_block = 6 * d + ff + 2 * H + 2 * 4;
+    const int64_t per_block = 6 * d + ff + softmax_per_head * H + 2 * 4;
     const int64_t saved = B * T * (layers * per_block + d + 4 + 2 * V) * 4;
     // In flight at the peak, in the last block's feed-forward backward: the gradients of the
     // block's output and of the network's input (d floats each per token), and feed_forward's
-    // scratch, one block of rows of ff floats (here all B * T rows) and ff doubles (the head's
-    // and the final norm's saved tensors, freed by then, make room for more; the weights'
-    // gradients exist before the step).
-    const int64_t in_flight = B * T * (2 * d) * 4 + (B * T * ff + 2 * ff) * 4;
+    // scratch: per thread, its block of rows of ff floats (here all B * T rows between them) and
+    // ff doubles, and for threads after the first, their partial weight gradients (2 d ff
+    // floats) (the head's and the final norm's saved tensors, freed by then, make room for more;
+    // the weights' gradients exist before the step).
+    const int64_t threads = std::min<int64_t>(get_num_threads(), B * T / 32);
+    const int64_t in_flight = B * T * (2 * d) * 4 + (B * T * ff + threads * 2 * ff + (threads - 1) * 2 * d * ff) * 4;
 
     const int64_t before = detail::buffer_bytes_in_use();
     detail::reset_peak_buffer_bytes_in_use();

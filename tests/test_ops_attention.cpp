@@ -48,6 +48,21 @@ TEST_CASE("attention: gradcheck, with a mask and with dropout", "[ops][attention
         {q, k, v}));
     check(gradcheck([](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true); },
                     {leaf({2, 4, 3}), leaf({2, 4, 3}), leaf({2, 4, 2})}));
+    // Rows of 9 keys, longer than a query's q, k and v rows together (2 + 2 + 2): the backward
+    // recomputes the weights (the shapes above save them); with each mask kind and dropout.
+    const Tensor lq = leaf({2, 9, 2}), lk = leaf({2, 9, 2}), lv = leaf({2, 9, 2});
+    Tensor long_mask = ones({9, 9}, kBool);
+    for (int64_t i = 0; i < 9; ++i) long_mask.data_ptr<bool>()[i * 9 + (i + 4) % 9] = false;
+    check(gradcheck([&](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], long_mask); },
+                    {lq, lk, lv}));
+    check(gradcheck([](const std::vector<Tensor>& in) { return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true); },
+                    {lq, lk, lv}));
+    check(gradcheck(
+        [](const std::vector<Tensor>& in) {
+            Generator dropout_gen(11);
+            return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.3, false, std::nullopt, dropout_gen);
+        },
+        {lq, lk, lv}));
 }
 
 TEST_CASE("attention: dropout keeps 1 - p of the weights, scaled, and a seeded generator repeats it", "[ops][attention]") {

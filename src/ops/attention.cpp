@@ -2,13 +2,17 @@
 // boolean or additive mask, a causal flag and dropout on the attention weights. Each (batch,
 // head) slice is two sgemm products around a fused row softmax forward, and five products
 // around the softmax's backward; slices are split between threads, each slice's products on one.
-// The attention weights ([B, L, S], S floats per query) are not saved: each query row's maximum
-// and 1 / sum of exponentials are (2 floats), and the backward recomputes the weights from q, k
-// and them, as FlashAttention and PyTorch's memory-efficient attention do (the LM's block saved
-// 512 floats per token for them, a fifth of its activations; the extra q k^T product is about 1%
-// of a step's FLOPs). The recomputation repeats the forward's own float operations (the same
-// sgemm call, the same exp and scale loops), so the weights, and so the gradients, are the
-// forward's bit for bit. With dropout the keep mask is saved (one byte per weight). Operands are
+// Long rows of attention weights ([B, L, S], S floats per query) are not saved: each query row's
+// maximum and 1 / sum of exponentials are (2 floats), and the backward recomputes the weights
+// from q, k and them, as FlashAttention and PyTorch's memory-efficient attention do (the LM's
+// block saved 512 floats per token for them, a fifth of its activations; the extra q k^T product
+// is about 1% of a step's FLOPs). The recomputation repeats the forward's own float operations
+// (the same sgemm call, the same exp and scale loops), so the weights, and so the gradients, are
+// the forward's bit for bit. Short rows, no longer than a query's q, k and v rows together
+// (S <= 2 E + Ev: the ViT's 17 keys of 16-wide heads), are saved instead: they cost no more
+// memory than the projection saves anyway, and recomputing them was a fifth of such a tiny
+// slice's backward (a sixth sgemm call, and the exps). With dropout the keep mask is saved (one
+// byte per weight). Operands are
 // read through their strides (sgemm's leading dimensions), so the heads of a projection are not
 // copied out; MultiheadAttention's packed self-attention also writes its output, and its
 // gradient, in the layouts of the products around it.
@@ -129,13 +133,18 @@ Slices slices_of(const Tensor& t) {
 // Contiguous [B, rows, cols] at data (a gradient buffer); null data gives an empty operand.
 Slices dense_slices(float* data, int64_t B, int64_t rows, int64_t cols) { return {data, cols, {B}, {rows * cols}}; }
 
-// The attention of one call: out: B slices [L, Ev]; stats: [B, L, 2] each query row's softmax
-// maximum and 1 / sum (what the backward recomputes the weights from); keep: [B, L, S] the kept
-// weights under dropout; mask: additive [Bm, L, S], Bm = 1 or B, or undefined.
+// The attention of one call: out: B slices [L, Ev]; softmax: what the backward takes the
+// weights from: [B, L, S] the weights themselves when saves_weights(), else [B, L, 2] each query
+// row's softmax maximum and 1 / sum, to recompute them; keep: [B, L, S] the kept weights under
+// dropout; mask: additive [Bm, L, S], Bm = 1 or B, or undefined.
 struct Attention {
     Dims d;
     float scale = 1.0f, keep_scale = 1.0f;  // keep_scale = 1 / (1 - dropout_p)
     bool dropout = false, causal = false;
+
+    // Whether the weights are saved rather than recomputed (see the top of this file).
+    bool saves_weights() const { return d.S <= 2 * d.E + d.Ev; }
+    Shape softmax_shape() const { return {d.B, d.L, saves_weights() ? d.S : 2}; }
 
     // p: [L, S] = slice b's scores, scale * q @ k^T (+ mask), which the softmax then
     // takes in place: in the forward, and again in the backward.
@@ -156,17 +165,22 @@ struct Attention {
         for (int64_t i = 0; i < n; ++i) w[i] = kept[i] ? p[i] * keep_scale : 0.0f;
     }
 
-    void forward(const Slices& out, float* stats, const Slices& q, const Slices& k, const Slices& v, const Tensor& keep,
+    void forward(const Slices& out, float* softmax, const Slices& q, const Slices& k, const Slices& v, const Tensor& keep,
                  const Tensor& mask) const {
         const int64_t L = d.L, S = d.S, Ev = d.Ev;
+        const bool saved = saves_weights();
         parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
-            // One slice's weights at a time: [L, S] per thread (and their dropped copy), not [B, L, S].
-            const Tensor scratch = empty({dropout ? 2 : 1, L, S});
-            float* p = scratch.data();
-            float* w = dropout ? p + L * S : p;  // what multiplies v
+            // Per thread: the weights' dropped copy; unless saved, one slice's weights at a time
+            // ([L, S], not [B, L, S]); when saved, the stats they do not keep.
+            const Tensor scratch = empty({((dropout ? 1 : 0) + (saved ? 0 : 1)) * L * S + (saved ? 2 * L : 0)});
+            float* const dropped = scratch.data();
+            float* const own = dropped + (dropout ? L * S : 0);  // p, or the stats when p is saved
             for (int64_t b = b0; b < b1; ++b) {
+                float* p = saved ? softmax + b * L * S : own;
+                float* stats = saved ? own : softmax + b * L * 2;
+                float* w = dropout ? dropped : p;  // what multiplies v
                 scores(p, b, q, k, mask);
-                softmax_rows(p, stats + b * L * 2, p, L, S, causal);
+                softmax_rows(p, stats, p, L, S, causal);
                 if (dropout) drop(w, p, b, keep);
                 // out: [L, Ev] = w @ v
                 gemm(false, false, L, Ev, S, 1.0f, w, S, v[b], v.ld, 0.0f, out[b], out.ld);
@@ -176,18 +190,22 @@ struct Attention {
 
     // Gradients with sgemm's beta (0: overwrite, 1: accumulate); an empty one is not computed.
     void backward(const Slices& dq, float dq_beta, const Slices& dk, float dk_beta, const Slices& dv, float dv_beta,
-                  const Slices& dout, const Slices& q, const Slices& k, const Slices& v, const float* stats,
+                  const Slices& dout, const Slices& q, const Slices& k, const Slices& v, const float* softmax,
                   const Tensor& keep, const Tensor& mask) const {
         const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
+        const bool saved = saves_weights();
         parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
-            // p, and dp and ds, of one slice at a time: [L, S] each per thread, not [B, L, S].
-            const Tensor scratch = empty({2, L, S});
-            float* p = scratch.data();
-            float* ds = p + L * S;
+            // dp and ds, and p unless saved, of one slice at a time: [L, S] each per thread, not [B, L, S].
+            const Tensor scratch = empty({saved ? 1 : 2, L, S});
+            float* ds = scratch.data();
+            float* recomputed = saved ? nullptr : ds + L * S;
             for (int64_t b = b0; b < b1; ++b) {
                 // The softmax's output, as the forward computed it.
-                scores(p, b, q, k, mask);
-                softmax_rows_again(p, stats + b * L * 2, p, L, S, causal);
+                const float* p = saved ? softmax + b * L * S : recomputed;
+                if (!saved) {
+                    scores(recomputed, b, q, k, mask);
+                    softmax_rows_again(recomputed, softmax + b * L * 2, recomputed, L, S, causal);
+                }
                 // dv: [S, Ev] = w^T @ dout, w the weights v was multiplied by (after dropout; ds
                 // holds them until dp overwrites it)
                 if (dv) {
@@ -215,12 +233,12 @@ public:
     Attention a;
     const char* name() const override { return "ScaledDotProductAttentionBackward0"; }
     void backward(const Tensor& dout) override {
-        const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &stats = saved(3), &keep = saved(4), &mask = saved(5);
+        const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &softmax = saved(3), &keep = saved(4), &mask = saved(5);
         const GradOut dq = grad_out(0), dk = grad_out(1), dv = grad_out(2);
         const Dims& d = a.d;
         a.backward(dense_slices(dq.data, d.B, d.L, d.E), dq.beta(), dense_slices(dk.data, d.B, d.S, d.E), dk.beta(),
                    dense_slices(dv.data, d.B, d.S, d.Ev), dv.beta(), dense_slices(dout.data(), d.B, d.L, d.Ev), slices_of(q),
-                   slices_of(k), slices_of(v), stats.data(), keep, mask);
+                   slices_of(k), slices_of(v), softmax.data(), keep, mask);
     }
 };
 
@@ -233,13 +251,13 @@ public:
     int64_t heads = 1;
     const char* name() const override { return "PackedSelfAttentionBackward0"; }
     void backward(const Tensor& dout) override {
-        const Tensor &qkv = saved(0), &stats = saved(1), &keep = saved(2), &mask = saved(3);
+        const Tensor &qkv = saved(0), &softmax = saved(1), &keep = saved(2), &mask = saved(3);
         const GradOut dqkv = grad_out(0);
         if (!dqkv) return;
         const auto part = [&](float* base, int64_t i) { return packed_slices(base, qkv.size(0), a.d.L, heads, a.d.E, i); };
         float* g = dqkv.data;
         a.backward(part(g, 0), dqkv.beta(), part(g, 1), dqkv.beta(), part(g, 2), dqkv.beta(), heads_slices(dout.data()),
-                   part(qkv.data(), 0), part(qkv.data(), 1), part(qkv.data(), 2), stats.data(), keep, mask);
+                   part(qkv.data(), 0), part(qkv.data(), 1), part(qkv.data(), 2), softmax.data(), keep, mask);
     }
     // head h of sequence n in out or its gradient: [N, L, H * D]
     Slices heads_slices(float* data) const {
@@ -289,10 +307,10 @@ Tensor additive_mask(const Tensor& mask, const Shape& batch, int64_t L, int64_t 
 }
 
 // Runs the attention of `d` over the operands (batch: their batch sizes, for the mask), making
-// stats, keep and mask as the backward needs them; returns what the backward needs besides.
+// softmax, keep and mask as the backward needs them; returns what the backward needs besides.
 Attention attend(const Dims& d, const Slices& out, const Slices& q, const Slices& k, const Slices& v, const Shape& batch,
                  const Tensor& attn_mask, double dropout_p, bool is_causal, float scale, Generator& generator,
-                 Tensor& stats, Tensor& keep, Tensor& mask) {
+                 Tensor& softmax, Tensor& keep, Tensor& mask) {
     Attention a;
     a.d = d;
     a.scale = scale;
@@ -300,13 +318,13 @@ Attention attend(const Dims& d, const Slices& out, const Slices& q, const Slices
     a.causal = is_causal;
     a.keep_scale = static_cast<float>(1.0 / (1.0 - dropout_p));
     mask = attn_mask.defined() ? additive_mask(attn_mask, batch, d.L, d.S) : Tensor();
-    stats = empty({d.B, d.L, 2});
+    softmax = empty(a.softmax_shape());
     keep = a.dropout ? empty({d.B, d.L, d.S}, kBool) : Tensor();
     if (a.dropout) {
         bool* kp = keep.data_ptr<bool>();
         for (int64_t i = 0; i < keep.numel(); ++i) kp[i] = generator.uniform() >= static_cast<float>(dropout_p);
     }
-    a.forward(out, stats.data(), q, k, v, keep, mask);
+    a.forward(out, softmax.data(), q, k, v, keep, mask);
     return a;
 }
 
@@ -343,12 +361,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     out_shape.push_back(d.L);
     out_shape.push_back(d.Ev);
     Tensor out = empty(out_shape);
-    Tensor stats, keep, mask;
+    Tensor softmax, keep, mask;
     const detail::Attention a =
         detail::attend(d, detail::dense_slices(out.data(), d.B, d.L, d.Ev), detail::slices_of(q), detail::slices_of(k),
-                       detail::slices_of(v), batch, attn_mask, dropout_p, is_causal, s, generator, stats, keep, mask);
+                       detail::slices_of(v), batch, attn_mask, dropout_p, is_causal, s, generator, softmax, keep, mask);
     if (auto* node = detail::record<detail::ScaledDotProductAttentionBackward>(out, {q, k, v},
-                                                                               {q, k, v, stats, keep, mask})) {
+                                                                               {q, k, v, softmax, keep, mask})) {
         node->a = a;
     }
     return out;
@@ -368,12 +386,12 @@ Tensor packed_self_attention(const Tensor& qkv, int64_t heads, const Tensor& att
     Dims d;
     d.B = N * heads, d.L = L, d.S = L, d.E = D, d.Ev = D;
     Tensor out = empty({N, L, E});
-    Tensor stats, keep, mask;
+    Tensor softmax, keep, mask;
     const auto part = [&](int64_t i) { return PackedSelfAttentionBackward::packed_slices(qkv.data(), N, L, heads, D, i); };
     const Slices out_heads{out.data(), E, {N, heads}, {L * E, D}};
     const Attention a = attend(d, out_heads, part(0), part(1), part(2), Shape{N, heads}, attn_mask, dropout_p, is_causal,
-                               static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))), generator, stats, keep, mask);
-    if (auto* node = record<PackedSelfAttentionBackward>(out, {qkv}, {qkv, stats, keep, mask})) {
+                               static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))), generator, softmax, keep, mask);
+    if (auto* node = record<PackedSelfAttentionBackward>(out, {qkv}, {qkv, softmax, keep, mask})) {
         node->a = a;
         node->heads = heads;
     }
