@@ -3,11 +3,11 @@
 // the three ops hold act(h) [N, F] beside h in the forward, and in the backward the recomputed
 // act(h) and then the gradient of act(h), each [N, F] (8 MB in the LM, F = 512 at 4096 tokens),
 // on top of every saved activation: the peak of the LM's step. Here the work goes by blocks of
-// kRows rows, each block's act(h) and gradient in a per-thread scratch that stays in cache;
+// rows, each block's act(h) and gradient in a per-thread scratch that stays in cache;
 // only h is kept, and with recompute_hidden not even h (backward recomputes each block's h
 // with the same kernel, so bit for bit). The weight gradients are summed per thread and the
 // threads' sums added at the end, as conv2d does: results depend on the thread count only
-// through that order.
+// through the order of those sums (which rows each product sums, and how the sums are added).
 #include <algorithm>
 #include <cstring>
 
@@ -22,13 +22,30 @@ namespace normnet {
 namespace detail {
 namespace {
 
-// Rows per block: 256 rows of F = 512 are a 512 KB scratch, which stays in a core's L2
-// between the products.
-constexpr int64_t kRows = 256;
+// Values of [rows, F] per block: 256 rows of F = 512 are a 512 KB scratch, which stays in a
+// core's L2 between the products.
+constexpr int64_t kBlockValues = 256 * 512;
+// The fewest rows worth a thread of their own.
+constexpr int64_t kMinChunkRows = 32;
 
 struct FeedForwardSizes {
     int64_t N = 0, D = 0, F = 0;  // rows, model width (x's and y's), hidden width (h's)
+    int64_t max_block() const { return std::max<int64_t>(1, kBlockValues / std::max<int64_t>(F, 1)); }
 };
+
+// Calls body(chunk, row, rows) for the blocks of rows [0, N): the rows are split evenly between
+// the threads (as parallel_for_chunks does), and each thread's share into equal blocks of at
+// most max_block() rows. Equal blocks, not max_block()-row ones and a remainder: a thread then
+// does not end on a thin product (the ViT's 544 rows went as 256 on one thread, 256 + 32 on the
+// other), and fewer, larger blocks keep sgemm efficient where F is small.
+template <class Body>
+void for_each_block(const FeedForwardSizes& s, Body&& body) {
+    parallel_for_chunks(s.N, kMinChunkRows, [&](int t, int64_t begin, int64_t end) {
+        const int64_t blocks = (end - begin + s.max_block() - 1) / s.max_block();
+        const int64_t rows = (end - begin + blocks - 1) / blocks;
+        for (int64_t r = begin; r < end; r += rows) body(t, r, std::min(rows, end - r));
+    });
+}
 
 // g: [n, F] = act(pre), pre: [n, F] = x W1^T + b1 for n rows.
 template <class Act>
@@ -45,25 +62,29 @@ void add_column_sums(double* __restrict sums, const float* __restrict m, int64_t
     }
 }
 
-// The chunks parallel_for_chunks(N, kRows, ...) splits the rows into (a bound: inside another
-// parallel loop there is one).
-int chunks_for(int64_t N) { return N > kRows && pool_threads() > 1 ? pool_threads() : 1; }
+// The chunks for_each_block splits the rows into, as parallel_for_chunks counts them (inside
+// another parallel loop there is one).
+int chunks_for(int64_t N) {
+    if (N <= kMinChunkRows || pool_threads() == 1) return 1;
+    return static_cast<int>(std::min<int64_t>(pool_threads(), N / kMinChunkRows));
+}
 
 // Each chunk's scratch, one 64-byte aligned stretch per chunk: db1's partial sums [F] (doubles),
 // in backward; then for chunks after the first dW1's [F, D] and dW2's [D, F] (the first adds
-// into the gradients themselves); act(h) and then its gradient [kRows, F]; and h itself
-// [kRows, F] when it is recomputed.
+// into the gradients themselves); act(h) and then its gradient [block, F]; and h itself
+// [block, F] when it is recomputed.
 class Scratch {
 public:
     Scratch(const FeedForwardSizes& s, bool recompute, bool backward) {
-        const int64_t block = std::min(kRows, std::max<int64_t>(s.N, 1)) * s.F;
+        const int chunks = chunks_for(s.N);
+        const int64_t share = (std::max<int64_t>(s.N, 1) + chunks - 1) / chunks;  // a chunk's rows, at most
+        const int64_t block = std::min(s.max_block(), share) * s.F;
         const int64_t db1 = backward ? 2 * s.F : 0, dw = backward ? 2 * s.D * s.F : 0;
         const auto round = [](int64_t n) { return (n + 15) / 16 * 16; };
         dw1_ = db1, dw2_ = db1 + s.D * s.F;
         first_ = round(db1 + block * (recompute ? 2 : 1));
         other_ = round(db1 + dw + block * (recompute ? 2 : 1));
         act_first_ = db1, act_other_ = db1 + dw;
-        const int chunks = chunks_for(s.N);
         buffer_ = empty({first_ + (chunks - 1) * other_});
         for (int t = 0; backward && t < chunks; ++t) {
             std::memset(at(t), 0, static_cast<size_t>(t == 0 ? db1 : db1 + dw) * sizeof(float));
@@ -102,30 +123,27 @@ public:
         const bool need_b1 = needs_grad(2), need_dh = dx || dw1 || need_b1;
         const Scratch scratch(s, recompute, true);
         const Act act{};
-        parallel_for_chunks(s.N, kRows, [&](int t, int64_t begin, int64_t end) {
+        for_each_block(s, [&](int t, int64_t r, int64_t n) {
             float* g = scratch.act(t);
             float* sum_w1 = t == 0 ? dw1.data : scratch.dw1(t);
             float* sum_w2 = t == 0 ? dw2.data : scratch.dw2(t);
-            for (int64_t r = begin; r < end; r += kRows) {
-                const int64_t n = std::min(kRows, end - r);
-                const float* xr = x.data() + r * s.D;
-                const float* dyr = dy + r * s.D;
-                float* h = recompute ? scratch.hidden(t) : saved(4).data() + r * s.F;
-                if (recompute) {
-                    hidden_block(g, h, xr, w1.data(), b1.defined() ? b1.data() : nullptr, n, s, act);
-                } else if (dw2) {
-                    unary_forward(g, h, n * s.F, act);
-                }
-                // dW2 += dy^T act(h); then g becomes d act(h) = dy W2, then dh.
-                if (dw2) gemm(true, false, s.D, s.F, n, 1.0f, dyr, s.D, g, s.F, 1.0f, sum_w2, s.F);
-                if (!need_dh) continue;
-                gemm(false, false, n, s.F, s.D, 1.0f, dyr, s.D, w2.data(), s.F, 0.0f, g, s.F);
-                unary_backward_over(g, h, h, n * s.F, act);  // dh written over d act(h)
-                if (need_b1) add_column_sums(scratch.db1(t), g, n, s.F);
-                if (dw1) gemm(true, false, s.F, s.D, n, 1.0f, g, s.F, xr, s.D, 1.0f, sum_w1, s.D);
-                if (dx) gemm(false, false, n, s.D, s.F, 1.0f, g, s.F, w1.data(), s.D, dx.beta(), dx.data + r * s.D, s.D);
+            const float* xr = x.data() + r * s.D;
+            const float* dyr = dy + r * s.D;
+            float* h = recompute ? scratch.hidden(t) : saved(4).data() + r * s.F;
+            if (recompute) {
+                hidden_block(g, h, xr, w1.data(), b1.defined() ? b1.data() : nullptr, n, s, act);
+            } else if (dw2) {
+                unary_forward(g, h, n * s.F, act);
             }
-        }, kRows);
+            // dW2 += dy^T act(h); then g becomes d act(h) = dy W2, then dh.
+            if (dw2) gemm(true, false, s.D, s.F, n, 1.0f, dyr, s.D, g, s.F, 1.0f, sum_w2, s.F);
+            if (!need_dh) return;
+            gemm(false, false, n, s.F, s.D, 1.0f, dyr, s.D, w2.data(), s.F, 0.0f, g, s.F);
+            unary_backward_over(g, h, h, n * s.F, act);  // dh written over d act(h)
+            if (need_b1) add_column_sums(scratch.db1(t), g, n, s.F);
+            if (dw1) gemm(true, false, s.F, s.D, n, 1.0f, g, s.F, xr, s.D, 1.0f, sum_w1, s.D);
+            if (dx) gemm(false, false, n, s.D, s.F, 1.0f, g, s.F, w1.data(), s.D, dx.beta(), dx.data + r * s.D, s.D);
+        });
         // The other chunks' partial sums, added in chunk order.
         double* db1 = scratch.db1(0);
         for (int t = 1; t < chunks_for(s.N); ++t) {
@@ -151,15 +169,12 @@ Tensor feed_forward_with(const Tensor& x, const Tensor& w1, const Tensor& b1, co
     const Act act{};
     const float* bias1 = b1.defined() ? b1.data() : nullptr;
     const float* bias2 = b2.defined() ? b2.data() : nullptr;
-    parallel_for_chunks(s.N, kRows, [&](int t, int64_t begin, int64_t end) {
+    for_each_block(s, [&](int t, int64_t r, int64_t n) {
         float* g = scratch.act(t);
-        for (int64_t r = begin; r < end; r += kRows) {
-            const int64_t n = std::min(kRows, end - r);
-            float* pre = keep_h ? h.data() + r * s.F : scratch.hidden(t);
-            hidden_block(g, pre, x.data() + r * s.D, w1.data(), bias1, n, s, act);
-            linear_forward(y.data() + r * s.D, g, w2.data(), bias2, n, s.F, s.D);
-        }
-    }, kRows);
+        float* pre = keep_h ? h.data() + r * s.F : scratch.hidden(t);
+        hidden_block(g, pre, x.data() + r * s.D, w1.data(), bias1, n, s, act);
+        linear_forward(y.data() + r * s.D, g, w2.data(), bias2, n, s.F, s.D);
+    });
     if (keep_h) {
         if (auto* node = record<FeedForwardBackward<Act>>(y, {x, w1, b1, w2, b2}, {x, w1, w2, b1, h})) node->s = s;
     } else if (auto* node = record<FeedForwardBackward<Act>>(y, {x, w1, b1, w2, b2}, {x, w1, w2, b1})) {
