@@ -123,19 +123,21 @@ void im2col(float* __restrict col, int64_t ld, const float* __restrict x, const 
             for (int64_t kw = 0; kw < g.KW; ++kw) {
                 const Tap t(g, kh, kw);
                 float* row = col + ((c * g.KH + kh) * g.KW + kw) * ld;
-                std::fill(row, row + t.oh_lo * OW, 0.0f);
-                std::fill(row + t.oh_hi * OW, row + OH * OW, 0.0f);
                 if (shifted_planes(g)) {
-                    // One copy of the rows [oh_lo, oh_hi), clipped to the plane, then the
+                    // One copy of the rows [oh_lo, oh_hi), clipped to the plane, with zeros
+                    // before and after it (the rows outside the plane and the clipped ends: one
+                    // fill each side, a call per fill counting at these sizes), then the
                     // wrapped-around columns zeroed.
                     const Tap::Run r = t.run(g);
                     float* dst = row + t.oh_lo * OW;
-                    std::fill(dst, dst + r.b, 0.0f);
+                    std::fill(row, dst + r.b, 0.0f);
                     std::memcpy(dst + r.b, plane + r.start + r.b, static_cast<size_t>(r.e - r.b) * sizeof(float));
-                    std::fill(dst + r.e, dst + r.len, 0.0f);
+                    std::fill(dst + r.e, row + OH * OW, 0.0f);
                     zero_wrapped_columns(row, t, g);
                     continue;
                 }
+                std::fill(row, row + t.oh_lo * OW, 0.0f);
+                std::fill(row + t.oh_hi * OW, row + OH * OW, 0.0f);
                 int64_t lo, hi;
                 valid_range(t.off_w, g.sw, W, OW, lo, hi);
                 for (int64_t oh = t.oh_lo; oh < t.oh_hi; ++oh) {
