@@ -1,7 +1,9 @@
 // scaled_dot_product_attention, as torch.nn.functional's: softmax(q k^T * scale + mask) v, with a
 // boolean or additive mask, a causal flag and dropout on the attention weights. Each (batch,
-// head) slice is two sgemm products around a fused row softmax forward, and five products
-// around the softmax's backward; slices are split between threads, each slice's products on one.
+// head) slice is two sgemm products around a fused row softmax forward, and four products
+// around the softmax's backward (five when it recomputes the weights, below); slices are split
+// between threads, each slice's products on one.
+//
 // Long rows of attention weights ([B, L, S], S floats per query) are not saved: each query row's
 // maximum and 1 / sum of exponentials are (2 floats), and the backward recomputes the weights
 // from q, k and them, as FlashAttention and PyTorch's memory-efficient attention do (the LM's
@@ -10,12 +12,13 @@
 // (the same sgemm call, the same exp and scale loops), so the weights, and so the gradients, are
 // the forward's bit for bit. Short rows, no longer than a query's q, k and v rows together
 // (S <= 2 E + Ev: the ViT's 17 keys of 16-wide heads), are saved instead: they cost no more
-// memory than the projection saves anyway, and recomputing them was a fifth of such a tiny
-// slice's backward (a sixth sgemm call, and the exps). With dropout the keep mask is saved (one
-// byte per weight). Operands are
-// read through their strides (sgemm's leading dimensions), so the heads of a projection are not
-// copied out; MultiheadAttention's packed self-attention also writes its output, and its
-// gradient, in the layouts of the products around it.
+// memory than the projection saves anyway, and recomputing them took about a quarter of the
+// ViT's attention backward (one of five sgemm calls per tiny slice, and the exps). With dropout
+// the keep mask is saved (one byte per weight).
+//
+// Operands are read through their strides (sgemm's leading dimensions), so the heads of a
+// projection are not copied out; MultiheadAttention's packed self-attention also writes its
+// output, and its gradient, in the layouts of the products around it.
 #include <algorithm>
 #include <cmath>
 #include <limits>
