@@ -19,6 +19,11 @@ constexpr int kSpinRounds = 40000;  // a few hundred microseconds of pause instr
 
 thread_local bool t_in_parallel = false;
 
+// Chunks of [0, n) for `threads` threads: one per thread, none shorter than grain.
+int chunks_for(int64_t n, int64_t grain, int threads) {
+    return static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, n / std::max<int64_t>(grain, 1))));
+}
+
 class Pool {
 public:
     ~Pool() { resize(1); }
@@ -38,8 +43,7 @@ public:
 
     int run(int64_t n, int64_t grain, int64_t align, ChunkFn fn, void* context) {
         std::lock_guard lock(run_mutex_);  // one parallel loop at a time (callers on other threads wait)
-        const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
-        chunks_ = static_cast<int>(std::min<int64_t>(threads(), max_chunks));
+        chunks_ = chunks_for(n, grain, threads());
         n_ = n;
         align_ = std::max<int64_t>(align, 1);
         fn_ = fn;
@@ -130,6 +134,11 @@ Pool& pool() {
 int pool_threads() { return t_in_parallel ? 1 : pool().threads(); }
 
 void set_pool_threads(int threads) { pool().resize(std::max(1, threads)); }
+
+int parallel_chunks(int64_t n, int64_t grain) {
+    const int threads = pool_threads();
+    return n <= grain || threads == 1 ? 1 : chunks_for(n, grain, threads);
+}
 
 int parallel_run(int64_t n, int64_t grain, int64_t align, ChunkFn fn, void* context) {
     return pool().run(n, grain, align, fn, context);

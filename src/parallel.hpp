@@ -13,6 +13,11 @@ int pool_threads();
 /// Resizes the pool (threads >= 1).
 void set_pool_threads(int threads);
 
+/// The chunks parallel_for_chunks(n, grain, ...) splits [0, n) into: as many threads as there
+/// are, but no chunk shorter than grain; 1 where the loop runs inline. Callers that keep per-chunk
+/// scratch size it with this.
+int parallel_chunks(int64_t n, int64_t grain);
+
 using ChunkFn = void (*)(void* context, int chunk, int64_t begin, int64_t end);
 /// Runs fn over chunks of [0, n), each at least `grain` long and starting at a multiple of
 /// `align`; returns the number of chunks (at most pool_threads()).

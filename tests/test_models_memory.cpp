@@ -3,6 +3,7 @@
 // One more saved [B, T, d_model] tensor per block (a copy where a view would do, or a norm's
 // output kept instead of recomputed) would push the step over the bound.
 #include "memory.hpp"
+#include "parallel.hpp"
 #include "normnet/models/char_transformer.hpp"
 #include "test_helpers.hpp"
 
@@ -38,7 +39,7 @@ TEST_CASE("models memory: a CharTransformer step peaks at its saved activations"
     // ff doubles, and for threads after the first, their partial weight gradients (2 d ff
     // floats) (the head's and the final norm's saved tensors, freed by then, make room for more;
     // the weights' gradients exist before the step).
-    const int64_t threads = std::min<int64_t>(get_num_threads(), B * T / 32);  // feed_forward: 32 rows a thread at least
+    const int64_t threads = detail::parallel_chunks(B * T, 32);  // feed_forward: 32 rows a thread at least
     const int64_t in_flight = B * T * (2 * d) * 4 + (B * T * ff + threads * 2 * ff + (threads - 1) * 2 * d * ff) * 4;
 
     const int64_t before = detail::buffer_bytes_in_use();

@@ -62,13 +62,6 @@ void add_column_sums(double* __restrict sums, const float* __restrict m, int64_t
     }
 }
 
-// The chunks for_each_block splits the rows into, as parallel_for_chunks counts them (inside
-// another parallel loop there is one).
-int chunks_for(int64_t N) {
-    if (N <= kMinChunkRows || pool_threads() == 1) return 1;
-    return static_cast<int>(std::min<int64_t>(pool_threads(), N / kMinChunkRows));
-}
-
 // Each chunk's scratch, one 64-byte aligned stretch per chunk: db1's partial sums [F] (doubles),
 // in backward; then for chunks after the first dW1's [F, D] and dW2's [D, F] (the first adds
 // into the gradients themselves); act(h) and then its gradient [block, F]; and h itself
@@ -76,7 +69,7 @@ int chunks_for(int64_t N) {
 class Scratch {
 public:
     Scratch(const FeedForwardSizes& s, bool recompute, bool backward) {
-        const int chunks = chunks_for(s.N);
+        const int chunks = parallel_chunks(s.N, kMinChunkRows);
         const int64_t share = (std::max<int64_t>(s.N, 1) + chunks - 1) / chunks;  // a chunk's rows, at most
         const int64_t block = std::min(s.max_block(), share) * s.F;
         const int64_t db1 = backward ? 2 * s.F : 0, dw = backward ? 2 * s.D * s.F : 0;
@@ -146,7 +139,7 @@ public:
         });
         // The other chunks' partial sums, added in chunk order.
         double* db1 = scratch.db1(0);
-        for (int t = 1; t < chunks_for(s.N); ++t) {
+        for (int t = 1; t < parallel_chunks(s.N, kMinChunkRows); ++t) {
             for (int64_t i = 0; dw1 && i < DF; ++i) dw1.data[i] += scratch.dw1(t)[i];
             for (int64_t i = 0; dw2 && i < DF; ++i) dw2.data[i] += scratch.dw2(t)[i];
             for (int64_t j = 0; j < s.F; ++j) db1[j] += scratch.db1(t)[j];
