@@ -206,8 +206,9 @@ TEST_CASE("autograd: a saved output of GELU or LayerNorm is recomputed in backwa
         {"relu (saves its output: nothing to spare)", [](const Tensor& h) { return relu(h); }, 0},
     };
     const Tensor x0 = mul(randn({3, 4, 16}, gen), 3.0f), dy = randn({3, 4, 5}, gen);
-    for (const auto& [name, f, not_held] : ops) {
+    for (const auto& [name, f_binding, not_held] : ops) {
         INFO(name);
+        const auto& f = f_binding;  // a lambda may not capture a structured binding before clang 16
         // One pass: the gradients, and what the forward left allocated.
         const auto run = [&](bool keep) {
             std::optional<detail::KeepSavedOutputs> guard;

@@ -153,7 +153,7 @@ TEST_CASE("checkpoint: the file layout is safetensors' (LE length, padded JSON, 
     CHECK(text.front() == '{');
     CHECK(text.find_last_not_of(' ') == text.rfind('}'));  // padded with spaces only
     const auto header = nlohmann::ordered_json::parse(text);
-    CHECK(header.at("__metadata__") == nlohmann::json{{"format", "pt"}});
+    CHECK(header.at("__metadata__") == nlohmann::ordered_json{{"format", "pt"}});
 
     // Tensors appear in state_dict order with contiguous offsets covering exactly the data.
     uint64_t expected_offset = 0;

@@ -285,6 +285,7 @@ TEST_CASE("modules: Sequential copies named modules, moves temporaries, shares s
     CHECK(model[2] == shared);
     CHECK(model.at<Linear>(3)->weight.shares_storage(moved_weight));
     const Sequential& as_const = model;
-    Sequential nested{as_const};
+    Sequential nested;  // not nested{as_const}: list-initialisation from one Sequential means its copy
+    nested.push_back(as_const);
     CHECK(nested.at<Sequential>(0)->size() == 4);
 }

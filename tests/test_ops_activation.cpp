@@ -58,7 +58,7 @@ std::map<std::string, Unary> unary_ops() {
 std::map<std::string, test::GoldenOp> activation_golden_ops() {
     std::map<std::string, test::GoldenOp> ops;
     for (const auto& [name, f] : unary_ops()) {
-        ops[name] = [f](const std::vector<Tensor>& in, const json&) { return f(in[0]); };
+        ops[name] = [f = f](const std::vector<Tensor>& in, const json&) { return f(in[0]); };
     }
     ops["softmax"] = [](auto& in, auto& a) { return in[0].softmax(a.at("dim").template get<int>()); };
     ops["log_softmax"] = [](auto& in, auto& a) { return log_softmax(in[0], a.at("dim").template get<int>()); };
@@ -90,9 +90,9 @@ TEST_CASE("activation: gradcheck of every unary op on plain, empty, 0-d and stri
         };
         GradcheckOptions options;
         options.eps = name.rfind("clamp", 0) == 0 ? 1e-4 : 1e-3;
-        require_gradcheck(gradcheck([&](auto& in) { return f(in[0]); }, {make({3, 5}, 1)}, options));
-        require_gradcheck(gradcheck([&](auto& in) { return f(in[0].t()); }, {make({5, 3}, 2)}, options));
-        require_gradcheck(gradcheck([&](auto& in) { return f(in[0]); }, {make({}, 3)}, options));
+        require_gradcheck(gradcheck([f = f](auto& in) { return f(in[0]); }, {make({3, 5}, 1)}, options));
+        require_gradcheck(gradcheck([f = f](auto& in) { return f(in[0].t()); }, {make({5, 3}, 2)}, options));
+        require_gradcheck(gradcheck([f = f](auto& in) { return f(in[0]); }, {make({}, 3)}, options));
         Tensor empty_in = zeros({2, 0}).requires_grad_();
         const Tensor y = f(empty_in);
         CHECK(y.shape() == Shape{2, 0});

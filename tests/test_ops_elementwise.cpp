@@ -122,11 +122,11 @@ TEST_CASE("elementwise: gradcheck of the binary ops over broadcast, size-1 and s
     const Tensor at = input({4, 3}, 4, 0.3f, 1.5f);  // used as its transpose [3, 4]
     for (const auto& [name, op] : ops) {
         INFO(name);
-        require_gradcheck(gradcheck([op](auto& in) { return op(in[0], in[1]); }, {a, row}));
-        require_gradcheck(gradcheck([op](auto& in) { return op(in[0], in[1]); }, {col, a}));
-        require_gradcheck(gradcheck([op](auto& in) { return op(in[0], in[1]); }, {col, row}));
-        require_gradcheck(gradcheck([op](auto& in) { return op(in[0].t(), in[1]); }, {at, a}));
-        require_gradcheck(gradcheck([op](auto& in) { return op(in[0].narrow(1, 1, 2), in[1]); }, {a, col}));
+        require_gradcheck(gradcheck([op = op](auto& in) { return op(in[0], in[1]); }, {a, row}));
+        require_gradcheck(gradcheck([op = op](auto& in) { return op(in[0], in[1]); }, {col, a}));
+        require_gradcheck(gradcheck([op = op](auto& in) { return op(in[0], in[1]); }, {col, row}));
+        require_gradcheck(gradcheck([op = op](auto& in) { return op(in[0].t(), in[1]); }, {at, a}));
+        require_gradcheck(gradcheck([op = op](auto& in) { return op(in[0].narrow(1, 1, 2), in[1]); }, {a, col}));
     }
 }
 

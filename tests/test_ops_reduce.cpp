@@ -62,8 +62,8 @@ TEST_CASE("sum and mean match PyTorch, for float32, int64 and bool inputs", "[op
                                                   {{0, 1, 2}, false}, {{2, 0}, false}, {{1, 2}, true}};
     for (size_t i = 0; i < args.size(); ++i) {
         const auto& [dims, keep] = args[i];
-        run_golden_case(g, "sum" + std::to_string(i), {"x"}, [&](Inputs& in) { return sum(in["x"], dims, keep); });
-        run_golden_case(g, "mean" + std::to_string(i), {"x"}, [&](Inputs& in) { return in["x"].mean(dims, keep); });
+        run_golden_case(g, "sum" + std::to_string(i), {"x"}, [dims = dims, keep = keep](Inputs& in) { return sum(in["x"], dims, keep); });
+        run_golden_case(g, "mean" + std::to_string(i), {"x"}, [dims = dims, keep = keep](Inputs& in) { return in["x"].mean(dims, keep); });
     }
     run_golden_case(g, "sum_t", {"x"}, [](Inputs& in) { return in["x"].sum({1}); });
     run_golden_case(g, "mean_narrow", {"x"}, [](Inputs& in) { return mean(in["x"], {0, 2}); });
@@ -119,8 +119,8 @@ TEST_CASE("var, std, logsumexp, norm and cumsum match PyTorch", "[ops][reduce]")
     const std::vector<std::tuple<Dims, double, bool>> args{{{1}, 1, false}, {{0, 2}, 0, true}, {{}, 1, false}, {{-1}, 2, false}};
     for (size_t i = 0; i < args.size(); ++i) {
         const auto& [dims, corr, keep] = args[i];
-        run_golden_case(g, "var" + std::to_string(i), {"x"}, [&](Inputs& in) { return var(in["x"], dims, corr, keep); });
-        run_golden_case(g, "std" + std::to_string(i), {"x"}, [&](Inputs& in) { return in["x"].std(dims, corr, keep); });
+        run_golden_case(g, "var" + std::to_string(i), {"x"}, [dims = dims, corr = corr, keep = keep](Inputs& in) { return var(in["x"], dims, corr, keep); });
+        run_golden_case(g, "std" + std::to_string(i), {"x"}, [dims = dims, corr = corr, keep = keep](Inputs& in) { return in["x"].std(dims, corr, keep); });
     }
     run_golden_case(g, "var_unbiased_false", {"x"}, [](Inputs& in) { return var(in["x"], {1}, false); });
     run_golden_case(g, "std_t", {"x"}, [](Inputs& in) { return normnet::std(in["x"], {0}); });
@@ -138,7 +138,7 @@ TEST_CASE("var, std, logsumexp, norm and cumsum match PyTorch", "[ops][reduce]")
             require_close(norm(g.at(name + ".x"), p, dims), g.at(name + ".y"), 0.0, name);
             continue;
         }
-        run_golden_case(g, name, {"x"}, [&](Inputs& in) { return norm(in["x"], p, dims); });
+        run_golden_case(g, name, {"x"}, [p = p, dims = dims](Inputs& in) { return norm(in["x"], p, dims); });
     }
     run_golden_case(g, "norm_inf_ties", {"x"}, [](Inputs& in) { return in["x"].norm(INFINITY, {1}); });
     run_golden_case(g, "norm_fro", {"x"}, [](Inputs& in) { return norm(in["x"], "fro", {1, 2}, true); });

@@ -759,7 +759,7 @@ void norm_pool_relu_sums(double& sum_dy, double& sum_dy_xhat, const float* __res
             const auto k = load_choices<F>(choice + at);
             // Closed windows and the lanes an overlapping last vector repeats add nothing.
             F g = load<F>(dpool + at);
-            g = (k == kClosed) | (lane < static_cast<float>(ow - s)) ? zero : g;
+            g = ((k == kClosed) | (lane < static_cast<float>(ow - s))) ? zero : g;
             F a, b, c, d;
             deinterleave(r0 + 2 * s, a, b);
             deinterleave(r1 + 2 * s, c, d);

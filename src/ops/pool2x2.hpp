@@ -72,7 +72,7 @@ void interleave(float* p, F even, F odd) {
 // One step of torch's scan, lane by lane: v replaces the maximum m when greater or NaN.
 template <class F>
 F scan(F m, F v) {
-    return (v > m) | (v != v) ? v : m;
+    return ((v > m) | (v != v)) ? v : m;
 }
 
 // A vector's lanes as bools (0 or 1 bytes) and back: a mask of F (lanes -1 or 0) stored as

@@ -18,7 +18,7 @@ holds slices of the datasets, which are never committed: .ci/run makes it before
   tests/fuzz/make_seeds.py --idx-only --out tests/fuzz/seeds
 Run this after a change of the checkpoint format to remake the others:
   tests/fuzz/make_seeds.py --normnet build/apps/normnet/normnet \
-      --fuzz-safetensors build-fuzz/tests/fuzz/fuzz_safetensors --out tests/fuzz/seeds
+      --fuzz-safetensors build-san/tests/fuzz/fuzz_safetensors --out tests/fuzz/seeds
 Runs with Python's standard library alone; a dataset that is missing is left out.
 """
 import argparse

@@ -25,6 +25,9 @@ public:
     }
     /// The loss of input against target.
     Tensor forward(const Tensor& input, const Tensor& target) { return loss(input, target, options_); }
+    /// Module's one-input forward stays visible (it fails: a loss takes two tensors); without this
+    /// the two-input one hides it, which clang's -Wall reports in every user's build.
+    using Module::forward;
     Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
     /// The options (their weight tensors are the module's buffers).
     const Options& options() const { return options_; }
