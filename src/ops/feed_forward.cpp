@@ -68,9 +68,8 @@ void add_column_sums(double* __restrict sums, const float* __restrict m, int64_t
 // [block, F] when it is recomputed.
 class Scratch {
 public:
-    Scratch(const FeedForwardSizes& s, bool recompute, bool backward) {
-        const int chunks = parallel_chunks(s.N, kMinChunkRows);
-        const int64_t share = (std::max<int64_t>(s.N, 1) + chunks - 1) / chunks;  // a chunk's rows, at most
+    Scratch(const FeedForwardSizes& s, bool recompute, bool backward) : chunks_(parallel_chunks(s.N, kMinChunkRows)) {
+        const int64_t share = (std::max<int64_t>(s.N, 1) + chunks_ - 1) / chunks_;  // a chunk's rows, at most
         const int64_t block = std::min(s.max_block(), share) * s.F;
         const int64_t db1 = backward ? 2 * s.F : 0, dw = backward ? 2 * s.D * s.F : 0;
         const auto round = [](int64_t n) { return (n + 15) / 16 * 16; };
@@ -78,12 +77,14 @@ public:
         first_ = round(db1 + block * (recompute ? 2 : 1));
         other_ = round(db1 + dw + block * (recompute ? 2 : 1));
         act_first_ = db1, act_other_ = db1 + dw;
-        buffer_ = empty({first_ + (chunks - 1) * other_});
-        for (int t = 0; backward && t < chunks; ++t) {
+        buffer_ = empty({first_ + (chunks_ - 1) * other_});
+        for (int t = 0; backward && t < chunks_; ++t) {
             std::memset(at(t), 0, static_cast<size_t>(t == 0 ? db1 : db1 + dw) * sizeof(float));
         }
         block_ = block;
     }
+    /// The chunks for_each_block splits the rows into (parallel_for_chunks's count).
+    int chunks() const { return chunks_; }
     double* db1(int t) const { return reinterpret_cast<double*>(at(t)); }
     float* dw1(int t) const { return at(t) + dw1_; }  // t > 0
     float* dw2(int t) const { return at(t) + dw2_; }  // t > 0
@@ -92,6 +93,7 @@ public:
 
 private:
     float* at(int t) const { return buffer_.data() + (t == 0 ? 0 : first_ + (t - 1) * other_); }
+    int chunks_ = 1;
     int64_t dw1_ = 0, dw2_ = 0, first_ = 0, other_ = 0, act_first_ = 0, act_other_ = 0, block_ = 0;
     Tensor buffer_;
 };
@@ -139,7 +141,7 @@ public:
         });
         // The other chunks' partial sums, added in chunk order.
         double* db1 = scratch.db1(0);
-        for (int t = 1; t < parallel_chunks(s.N, kMinChunkRows); ++t) {
+        for (int t = 1; t < scratch.chunks(); ++t) {
             for (int64_t i = 0; dw1 && i < DF; ++i) dw1.data[i] += scratch.dw1(t)[i];
             for (int64_t i = 0; dw2 && i < DF; ++i) dw2.data[i] += scratch.dw2(t)[i];
             for (int64_t j = 0; j < s.F; ++j) db1[j] += scratch.db1(t)[j];
