@@ -110,6 +110,31 @@ TEST_CASE("vmath: transcendental functions within their documented ulp bounds", 
     CHECK(neg.ulp <= 1.0);
 }
 
+TEST_CASE("vmath: GELU's derivative within its documented bounds", "[ops][vmath]") {
+    // Phi(x) + x phi(x) crosses 0 near x = -0.75, where no float evaluation keeps relative
+    // accuracy: there the bound is absolute; in the tails, where it is small, relative.
+    const auto ref = [](double x) {
+        return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    };
+    double worst_abs = 0.0;
+    float at = 0.0f;
+    for (float x : sample_floats()) {
+        if (!std::isfinite(x)) continue;
+        const double e = std::abs(vmath::gelu_grad(x) - ref(x)) / 0x1p-24;
+        if (e > worst_abs) worst_abs = e, at = x;
+    }
+    INFO("gelu_grad: " << worst_abs << " units of 2^-24 at x = " << at);
+    CHECK(worst_abs <= 4.5);
+    const Worst tails = worst_error(sample_floats(), [](float x) { return vmath::gelu_grad(x); }, ref,
+                                    [](float x) { return std::abs(x) > 1.5f; });
+    INFO("gelu_grad, |x| > 1.5: " << tails.ulp << " ulp at x = " << tails.x);
+    CHECK(tails.ulp <= 5.5);
+    CHECK(std::isnan(vmath::gelu_grad(NAN)));
+    CHECK(std::isnan(vmath::gelu_grad(INFINITY)));  // 1 + inf * 0, as torch
+    CHECK(vmath::gelu_grad(-20.0f) == 0.0f);
+    CHECK(vmath::gelu_grad(20.0f) == 1.0f);
+}
+
 TEST_CASE("vmath: special values", "[ops][vmath]") {
     CHECK(vmath::exp(-INFINITY) == 0.0f);
     CHECK(vmath::exp(INFINITY) == INFINITY);

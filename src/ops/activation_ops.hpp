@@ -11,10 +11,7 @@ struct GeluOp {
     static constexpr const char* kBackwardName = "GeluBackward0";
     static constexpr Uses kUses = Uses::input;
     float value(float x) const { return vmath::gelu(x); }
-    float grad(float x, float, float dy) const {
-        const float pdf = 0.398942280401432678f * vmath::exp(-0.5f * (x * x));
-        return dy * (vmath::normal_cdf(x) + x * pdf);
-    }
+    float grad(float x, float, float dy) const { return dy * vmath::gelu_grad(x); }
 };
 
 // relu's values (NaN passes, as torch), its gradient read from the input: x <= 0 exactly where

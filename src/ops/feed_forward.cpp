@@ -10,6 +10,7 @@
 // through the order of those sums (which rows each product sums, and how the sums are added).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "../parallel.hpp"
 #include "activation_ops.hpp"
@@ -60,6 +61,12 @@ void add_column_sums(double* __restrict sums, const float* __restrict m, int64_t
     for (int64_t r = 0; r < n; ++r) {
         for (int64_t j = 0; j < F; ++j) sums[j] += m[r * F + j];
     }
+}
+
+// sum: [n] += part: [n] (pointers taken once: indexing the scratch per element was an
+// out-of-line call per element, which kept the loop from vectorising).
+void add_partial_sum(float* __restrict sum, const float* __restrict part, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) sum[i] += part[i];
 }
 
 // Each chunk's scratch, one 64-byte aligned stretch per chunk: db1's partial sums [F] (doubles),
@@ -142,9 +149,11 @@ public:
         // The other chunks' partial sums, added in chunk order.
         double* db1 = scratch.db1(0);
         for (int t = 1; t < scratch.chunks(); ++t) {
-            for (int64_t i = 0; dw1 && i < DF; ++i) dw1.data[i] += scratch.dw1(t)[i];
-            for (int64_t i = 0; dw2 && i < DF; ++i) dw2.data[i] += scratch.dw2(t)[i];
-            for (int64_t j = 0; j < s.F; ++j) db1[j] += scratch.db1(t)[j];
+            for (auto [sum, part] : {std::pair{dw1.data, scratch.dw1(t)}, std::pair{dw2.data, scratch.dw2(t)}}) {
+                if (sum) add_partial_sum(sum, part, DF);
+            }
+            const double* part = scratch.db1(t);
+            for (int64_t j = 0; j < s.F; ++j) db1[j] += part[j];
         }
         if (const GradOut g = grad_out(2)) {
             for (int64_t j = 0; j < s.F; ++j) g.data[j] = static_cast<float>(db1[j]) + (g.fresh ? 0.0f : g.data[j]);

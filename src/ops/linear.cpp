@@ -15,7 +15,11 @@ namespace detail {
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t N, int64_t C,
                     int64_t OC) {
     if (bias) {
-        for (int64_t n = 0; n < N; ++n) std::copy(bias, bias + OC, out + n * OC);
+        // The rows start as the bias, which the product adds to; split between the threads as
+        // the product is (filled on one thread, they were a serial step in every Linear).
+        parallel_for(N, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(OC, 1)), [&](int64_t b, int64_t e) {
+            for (int64_t n = b; n < e; ++n) std::copy(bias, bias + OC, out + n * OC);
+        });
     }
     gemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
 }

@@ -16,6 +16,8 @@
 // maximum with FMA (the -march=native build) and without (-march=x86-64-v2):
 //   exp 1.1 (1.00, 0.97)  expm1 1.6 (1.40, 1.55)  log 0.9 (0.78, 0.80)  log1p 1.5 (1.44, 1.44)
 //   tanh 1.4 (1.30, 1.30)  sigmoid 2.4 (2.30, 2.30)  erf 3.5 (3.25, 3.34)  gelu 8 (7.27, 7.52)
+//   gelu_grad, GELU's derivative, which crosses 0 at x = -0.75: 4.5 units of 2^-24 absolute
+//   (4.12 with FMA), and 5.5 ulp (5.01) where |x| > 1.5
 //   gelu, tanh approximation: 2.5 (2.34, 2.34) for x >= 0; 5 + 2.5 x^2 for x < 0, where the
 //   rounding of the cubic inside the tanh is amplified (inherent to evaluating it in float).
 #pragma once
@@ -227,23 +229,33 @@ NORMNET_VINLINE Split neg_half_square(float a) {
 #endif
 }
 
-/// w Phi(x), where Phi(x) = (1 + erf(x / sqrt 2)) / 2 is the standard normal CDF, with relative
-/// accuracy in both tails: Phi(-|x|) = e^(-x^2/2) R(t), t = 1 / (1 + 0.3 |x|), and Phi(|x|) =
-/// 1 - Phi(-|x|). R is a minimax fit in relative error (tests/golden/vmath_fit.py) for |x| up to
-/// 14.5, where Phi underflows. The factor w is applied before the (possibly denormal) Gaussian,
-/// so x Phi(x) keeps full precision where Phi(x) alone would be denormal.
-NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
+/// Phi(-|x|) 2^64 and e^(-x^2/2) 2^64 (both 0 beyond |x| = 14.5, and for NaN), where Phi(x) =
+/// (1 + erf(x / sqrt 2)) / 2 is the standard normal CDF, with relative accuracy in the tail:
+/// Phi(-a) = e^(-a^2/2) R(t), t = 1 / (1 + 0.3 a). R is a minimax fit in relative error
+/// (tests/golden/vmath_fit.py) for a up to 14.5, where Phi underflows. The 2^64 keeps both
+/// normal numbers: callers apply their factors first and 2^-64 last, rounding once.
+struct NormalTail {
+    float cdf, gauss;
+};
+NORMNET_VINLINE NormalTail normal_tail_times_2p64(float x) {
     // Beyond 14.5, Phi(-a) is 0 in float: a is clamped there (keeping e^(-a^2/2) in range and inf
-    // out) and the tail zeroed. Both on the bits, which order as the values for a >= 0: a float
+    // out) and the results zeroed. Both on the bits, which order as the values for a >= 0: a float
     // select here makes GCC compute the clamped case separately, with masked copies of half the
-    // function. NaN is clamped too, so w Phi(NaN) is NaN only through w (callers propagate NaN).
+    // function. NaN is clamped too (callers propagate NaN through their own factors).
     const int32_t abits = as_int(std::fabs(x));
     const float a = as_float(std::min(abits, as_int(14.5f)));
     const int32_t in_range = -static_cast<int32_t>(abits <= as_int(14.5f));
     const float t = 1.0f / madd(0.3f, a, 1.0f);
     const float r = horner(t, kCdfTailR);
     const Split e = neg_half_square(a);
-    const float q = as_float(as_int(r * exp_sum_times_2p64(e.hi, e.lo)) & in_range);  // Phi(-a) 2^64
+    const float g = as_float(as_int(exp_sum_times_2p64(e.hi, e.lo)) & in_range);
+    return {r * g, g};
+}
+
+/// w Phi(x) (see normal_tail_times_2p64). The factor w is applied before the (possibly denormal)
+/// Gaussian, so x Phi(x) keeps full precision where Phi(x) alone would be denormal.
+NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
+    const float q = normal_tail_times_2p64(x).cdf;
     constexpr float k2m64 = 0x1p-64f;
     return x < 0.0f ? (w * q) * k2m64 : w * madd(-q, k2m64, 1.0f);
 }
@@ -265,6 +277,15 @@ NORMNET_VINLINE float erf(float x) {
 
 /// x Phi(x): GELU, exact form.
 NORMNET_VINLINE float gelu(float x) { return scaled_normal_cdf(x, x); }
+
+/// GELU's derivative Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi) the normal density:
+/// one exponential for both terms (computing them apart took two).
+NORMNET_VINLINE float gelu_grad(float x) {
+    const NormalTail n = normal_tail_times_2p64(x);
+    constexpr float k2m64 = 0x1p-64f;
+    const float cdf = x < 0.0f ? n.cdf * k2m64 : madd(-n.cdf, k2m64, 1.0f);
+    return cdf + ((x * 0.398942280401432678f) * n.gauss) * k2m64;
+}
 
 /// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
 inline constexpr float kGeluBeta = 0.797884560802865356f;
