@@ -547,6 +547,29 @@ TEST_CASE("batch_norm and group_norm on images: results independent of the threa
     CHECK(results[0] == results[1]);
 }
 
+TEST_CASE("batch_norm on [N, C]: results independent of the thread count", "[ops][norm]") {
+    // Rows go by fixed blocks whose sums are merged in block order: 1000 rows are 16 blocks,
+    // which two threads split.
+    Generator gen(52);
+    const Tensor x = randn({1000, 24}, gen), dy = randn({1000, 24}, gen);
+    const Tensor w = randn({24}, gen), b = randn({24}, gen);
+    test::ThreadsGuard guard;
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        Tensor xl = leaf(x), wl = leaf(w), bl = leaf(b);
+        Tensor y = batch_norm(xl, {}, {}, wl, bl, true);
+        y.backward(dy);
+        std::vector<float> all;
+        for (const Tensor& t : {y, xl.grad(), wl.grad(), bl.grad()}) {
+            const auto v = t.to_vector();
+            all.insert(all.end(), v.begin(), v.end());
+        }
+        results.push_back(all);
+    }
+    CHECK(results[0] == results[1]);
+}
+
 TEST_CASE("gradcheck: group_norm, instance_norm, batch_norm on [N, C, H, W]", "[ops][norm][gradcheck]") {
     Generator gen(61);
     const auto in = [&](std::initializer_list<Shape> shapes) {

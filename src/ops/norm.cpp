@@ -503,6 +503,61 @@ void batch_norm_dx_flat(float* __restrict dinp, const float* __restrict dy_sum, 
     }
 }
 
+// [N, C] (L == 1) is split between the threads by rows, in blocks of kFlatBlockRows: each
+// block's statistics or sums come from one thread, in one order, and the blocks' are merged in
+// block order, so the results do not depend on the thread count. (Split by channels, each
+// thread read every row, half of each from the other core's cache, where the op before had
+// written it: the ViT's BatchNorm rows ran 1.8x their GEMM floor on two threads and 1.4x on one,
+// as LayerNorm's.)
+constexpr int64_t kFlatBlockRows = 64;
+int64_t flat_blocks(int64_t N) { return (N + kFlatBlockRows - 1) / kFlatBlockRows; }
+
+// body(block, first_row, rows) for the row blocks of [N, C], split between the threads.
+template <class Body>
+void for_each_flat_block(int64_t N, int64_t C, Body&& body) {
+    parallel_for(flat_blocks(N), grain(kFlatBlockRows * C, 1), [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+            const int64_t r = b * kFlatBlockRows;
+            body(b, r, std::min(kFlatBlockRows, N - r));
+        }
+    });
+}
+
+// body(first_row, rows) for chunks of the rows of [N, C], split between the threads.
+template <class Body>
+void for_each_flat_rows(int64_t N, int64_t C, Body&& body) {
+    parallel_for(N, grain(C, 8), [&](int64_t r0, int64_t r1) { body(r0, r1 - r0); });
+}
+
+// blocks: [flat_blocks(N), 3, C] = each row block's (count, mean, m2) per channel of inp: [N, C],
+// as merge_channel_stats takes them.
+void channel_stats_blocks(double* __restrict blocks, const float* __restrict inp, int64_t N, int64_t C) {
+    for_each_flat_block(N, C, [&](int64_t b, int64_t r, int64_t rows) {
+        double* block = blocks + b * 3 * C;
+        channel_stats_flat(block + C, block + 2 * C, inp + r * C, rows, C, C);
+        for (int64_t c = 0; c < C; ++c) {
+            block[c] = static_cast<double>(rows);
+            block[2 * C + c] *= static_cast<double>(rows);  // the biased variance's sum
+        }
+    });
+}
+
+// dy_sum, dy_xhat_sum: [C] = batch_norm_sums_flat's sums over all rows of [N, C]: each row
+// block's in float, added in block order in double; blocks: [flat_blocks(N), 2, C] scratch.
+void batch_norm_sums_rows(float* __restrict dy_sum, float* __restrict dy_xhat_sum, float* __restrict blocks,
+                          const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
+                          const float* __restrict mean_lo, const float* __restrict rstd, int64_t N, int64_t C) {
+    for_each_flat_block(N, C, [&](int64_t b, int64_t r, int64_t rows) {
+        float* block = blocks + b * 2 * C;
+        batch_norm_sums_flat(block, block + C, dout + r * C, inp + r * C, mean, mean_lo, rstd, rows, C, C);
+    });
+    for (int64_t c = 0; c < C; ++c) {
+        double a = 0.0, x = 0.0;
+        for (int64_t b = 0; b < flat_blocks(N); ++b) a += blocks[b * 2 * C + c], x += blocks[b * 2 * C + C + c];
+        dy_sum[c] = static_cast<float>(a), dy_xhat_sum[c] = static_cast<float>(x);
+    }
+}
+
 // As batch_norm_sums_flat for a block of inp: [N, C, L > 1]: each plane's sums vectorise over
 // its L values (float lanes, added up per channel in double, in sample order); the pass walks
 // the block sample by sample, in address order (see channel_stats_planes). sum, sum_xhat: [nc]
@@ -545,9 +600,9 @@ void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum
     }
 }
 
-// Channels per chunk of batch_norm's parallel loops: about 16k values, at least 8 channels for
-// [N, C] (so the channel loops vectorise), at least one for images.
-int64_t bn_channel_grain(int64_t N, int64_t L) { return grain(N * L, L == 1 ? 8 : 1); }
+// Channels per chunk of batch_norm's parallel loops over images ([N, C] goes by rows): about 16k
+// values, at least one channel.
+int64_t bn_channel_grain(int64_t N, int64_t L) { return grain(N * L, 1); }
 
 class NativeBatchNormBackward final : public OpNode {
 public:
@@ -568,55 +623,64 @@ public:
         float* s = sums.data();
         double* scratch = double_scratch(2 * C);
         const float inv_count = 1.0f / static_cast<float>(count);
-        const auto channel_sums = [&](int64_t c0, int64_t c1) {
-            if (L == 1) {
-                batch_norm_sums_flat(s + c0, s + C + c0, dout.data() + c0, x.data() + c0, mean.data() + c0,
-                                     mean_lo.data() + c0, rstd.data() + c0, N, c1 - c0, C);
-            } else {
-                batch_norm_sums_planes(s + c0, s + C + c0, scratch + c0, scratch + C + c0, dout.data() + c0 * L,
-                                       x.data() + c0 * L, mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, N,
-                                       c1 - c0, L, C * L);
-            }
-        };
-        // dx of channels [c0, c1) from the sums at `t` ([2, C]).
-        const auto channel_dx = [&]<class Store>(float* d, const float* t, int64_t c0, int64_t c1) {
-            const float* w = weight.defined() ? weight.data() + c0 : nullptr;
-            if (L == 1) {
-                batch_norm_dx_flat<Store>(d + c0, t + c0, t + C + c0, dout.data() + c0, x.data() + c0, mean.data() + c0,
-                                          mean_lo.data() + c0, rstd.data() + c0, w, batch_stats, inv_count, N, c1 - c0, C);
-            } else {
-                batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, over ? nullptr : dout.data() + c0 * L,
-                                            x.data() + c0 * L,
-                                            mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, w, batch_stats,
-                                            inv_count, N, c1 - c0, L, C * L);
-            }
-        };
         const int64_t grain = bn_channel_grain(N, L);
-        if (!sync) {
+        // Images: the sums and dx of channels [c0, c1), from the sums at `t` ([2, C]).
+        const auto plane_sums = [&](int64_t c0, int64_t c1) {
+            batch_norm_sums_planes(s + c0, s + C + c0, scratch + c0, scratch + C + c0, dout.data() + c0 * L,
+                                   x.data() + c0 * L, mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, N,
+                                   c1 - c0, L, C * L);
+        };
+        const auto plane_dx = [&]<class Store>(float* d, const float* t, int64_t c0, int64_t c1) {
+            batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, over ? nullptr : dout.data() + c0 * L,
+                                        x.data() + c0 * L, mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0,
+                                        weight.defined() ? weight.data() + c0 : nullptr, batch_stats, inv_count, N,
+                                        c1 - c0, L, C * L);
+        };
+        // All the sums: [N, C] by row blocks (see kFlatBlockRows), images by chunks of channels.
+        const auto all_sums = [&] {
+            if (L == 1) {
+                const Tensor blocks = empty({flat_blocks(N) * 2 * C});
+                batch_norm_sums_rows(s, s + C, blocks.data(), dout.data(), x.data(), mean.data(), mean_lo.data(),
+                                     rstd.data(), N, C);
+            } else {
+                parallel_for(C, grain, plane_sums);
+            }
+        };
+        // All of dx from the sums at `t`: [N, C] by rows, images by chunks of channels.
+        const auto all_dx = [&]<class Store>(float* d, const float* t) {
+            if (L == 1) {
+                for_each_flat_rows(N, C, [&](int64_t r, int64_t rows) {
+                    batch_norm_dx_flat<Store>(d + r * C, t, t + C, dout.data() + r * C, x.data() + r * C, mean.data(),
+                                              mean_lo.data(), rstd.data(), data_or_null(weight), batch_stats,
+                                              inv_count, rows, C, C);
+                });
+            } else {
+                parallel_for(C, grain, [&](int64_t c0, int64_t c1) { plane_dx.template operator()<Store>(d, t, c0, c1); });
+            }
+        };
+        const auto dx_from = [&](const float* t) {
+            dx.fresh ? all_dx.template operator()<Overwrite>(dx.data, t) : all_dx.template operator()<Accumulate>(dx.data, t);
+        };
+        if (!sync && L > 1) {
             // Each chunk's sums, then its dx, while the chunk is in cache.
             const auto channels = [&]<class Store>(float* d) {
                 parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-                    channel_sums(c0, c1);
-                    if (d) channel_dx.template operator()<Store>(d, s, c0, c1);
+                    plane_sums(c0, c1);
+                    if (d) plane_dx.template operator()<Store>(d, s, c0, c1);
                 });
             };
             dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
+        } else if (!sync) {
+            all_sums();
+            if (dx && N > 0) dx_from(s);
         } else {
             // The local sums, then one all-reduce of both (every rank, also one without samples):
             // dx needs the sums over every rank's values, weight and bias only this rank's part
             // (the gradient all-reduce adds the parts).
-            parallel_for(C, grain, channel_sums);
+            all_sums();
             Tensor global = sums.clone();
             dist::all_reduce(global);
-            if (dx && N * L > 0) {
-                const auto channels = [&]<class Store>(float* d) {
-                    parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-                        channel_dx.template operator()<Store>(d, global.data(), c0, c1);
-                    });
-                };
-                dx.fresh ? channels.template operator()<Overwrite>(dx.data)
-                         : channels.template operator()<Accumulate>(dx.data);
-            }
+            if (dx && N * L > 0) dx_from(global.data());
         }
         if (db) db.store(s, C);
         if (dw) dw.store(s + C, C);
@@ -922,19 +986,20 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
                  bias = detail::contiguous_or_empty(bias_in);
     // Per channel, in double: mean, biased variance (then 1 / sqrt(var + eps)), and scratch.
-    double* mean_d = detail::double_scratch(3 * C);
+    // For [N, C], then each row block's (count, mean, m2) [blocks, 3, C].
+    double* mean_d = detail::double_scratch(3 * C + (L == 1 ? detail::flat_blocks(N) * 3 * C : 0));
     double* var_d = mean_d + C;
     const int64_t grain = detail::bn_channel_grain(N, L);
     double count = static_cast<double>(N * L);
     if (training) {
-        if (N * L > 0) {
+        if (N * L > 0 && L == 1) {
+            double* blocks = mean_d + 3 * C;
+            detail::channel_stats_blocks(blocks, x.data(), N, C);
+            detail::merge_channel_stats(mean_d, var_d, blocks, static_cast<int>(detail::flat_blocks(N)), C);
+        } else if (N * L > 0) {
             detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-                if (L == 1) {
-                    detail::channel_stats_flat(mean_d + c0, var_d + c0, x.data() + c0, N, c1 - c0, C);
-                } else {
-                    detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N,
-                                                 c1 - c0, L, C * L);
-                }
+                detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N, c1 - c0, L,
+                                             C * L);
             });
         } else {
             std::fill_n(mean_d, 2 * C, 0.0);
@@ -1003,17 +1068,17 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
         return out;
     }
     Tensor out = empty(x.shape());
-    if (N * L > 0) {
+    if (N * L > 0 && L == 1) {
+        detail::for_each_flat_rows(N, C, [&](int64_t r, int64_t rows) {
+            detail::batch_norm_apply_flat(out.data() + r * C, x.data() + r * C, mean_d, rstd_d,
+                                          detail::data_or_null(weight), detail::data_or_null(bias), rows, C, C);
+        });
+    } else if (N * L > 0) {
         detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
             const float* w = weight.defined() ? weight.data() + c0 : nullptr;
             const float* b = bias.defined() ? bias.data() + c0 : nullptr;
-            if (L == 1) {
-                detail::batch_norm_apply_flat(out.data() + c0, x.data() + c0, mean_d + c0, rstd_d + c0, w, b, N, c1 - c0,
-                                              C);
-            } else {
-                detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
-                                                mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
-            }
+            detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
+                                            mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
         });
     }
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},

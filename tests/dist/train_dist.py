@@ -454,10 +454,11 @@ def lm_gap(r, a, b, norm="layer"):
 def case_lm_equivalence(r, norm):
     extra = ["--steps", "30", "--norm", norm] + (["--bn-sync", "sync"] if norm == "batch" else [])
     run_lm(r, 0, "n1", extra)
-    # See BATCH_NORM_INVARIANT. With BatchNorm at N = 4 the embedding of a rare character
-    # ('z') also moves by 3e-5: its gradient is small, and Adam divides the rounding noise of
-    # the (synchronised) statistics by it; the training loss stays equal.
-    tolerance, val_tolerance = (1e-4, 1e-3) if norm == "batch" else (1e-5, 1e-5)
+    # See BATCH_NORM_INVARIANT. With BatchNorm the embedding of a rare character also moves:
+    # its gradient is small, and Adam divides the rounding noise of the (synchronised)
+    # statistics by it (measured 2e-5 to 1.2e-4 relative at N = 2 and 4, depending on how the
+    # statistics' sums are ordered); the training losses agree to 4e-7.
+    tolerance, val_tolerance = (2e-4, 1e-3) if norm == "batch" else (1e-5, 1e-5)
     for world in (2, 4):
         run_lm(r, world, f"n{world}", extra)
         worst, where, (train_gap, val_gap) = lm_gap(r, f"n{world}", "n1", norm)
