@@ -522,10 +522,12 @@ TEST_CASE("group_norm and batch_norm on images are stable for 1e4 + noise (float
 }
 
 TEST_CASE("batch_norm and group_norm on images: results independent of the thread count", "[ops][norm]") {
-    // Each channel's (or group's) statistics and gradient sums are computed by one thread, in
-    // one order, so the results are bitwise equal on any number of threads.
+    // Each channel's (or group's) statistics and gradient sums are added in one order, whatever
+    // the split, so the results are bitwise equal on any number of threads. 40 samples and
+    // 16 x 16 planes: two chunks of samples for batch_norm, fused with max-pool and ReLU or not.
     Generator gen(51);
-    const Tensor x = randn({8, 5, 9, 11}, gen), dy = randn({8, 5, 9, 11}, gen);
+    const Tensor x = randn({40, 5, 16, 16}, gen), dy = randn({40, 5, 16, 16}, gen);
+    const Tensor dpool = randn({40, 5, 8, 8}, gen);
     const Tensor w = randn({5}, gen), b = randn({5}, gen);
     test::ThreadsGuard guard;
     std::vector<std::vector<float>> results;
@@ -537,8 +539,11 @@ TEST_CASE("batch_norm and group_norm on images: results independent of the threa
         Tensor xg = leaf(x);
         Tensor yg = group_norm(xg, 5, w, b);
         yg.backward(dy);
+        Tensor xp = leaf(x), wp = leaf(w), bp = leaf(b);
+        Tensor yp = batch_norm_max_pool2d_relu(xp, {}, {}, wp, bp, true);
+        yp.backward(dpool);
         std::vector<float> all;
-        for (const Tensor& t : {y, xl.grad(), wl.grad(), bl.grad(), yg, xg.grad()}) {
+        for (const Tensor& t : {y, xl.grad(), wl.grad(), bl.grad(), yg, xg.grad(), yp, xp.grad(), wp.grad(), bp.grad()}) {
             const auto v = t.to_vector();
             all.insert(all.end(), v.begin(), v.end());
         }

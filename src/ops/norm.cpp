@@ -372,26 +372,52 @@ void channel_stats_flat(double* __restrict mean, double* __restrict var, const f
     for (int64_t c = 0; c < nc; ++c) var[c] /= count;
 }
 
-// mean, var: [nc] (double; var biased) of the block of inp: [N, C, L]. Each plane's mean and sum
-// of squared deviations come from two passes over the plane while it is in cache, so the input
-// is read from memory once, sample by sample in address order (walking a channel's planes
-// instead, 100 KB apart, defeats the prefetcher: 3x slower); each channel's planes are merged
-// in sample order with Chan et al.'s pairwise update, as stable as two passes over the channel.
-// m2: [nc] scratch.
-void channel_stats_planes(double* __restrict mean, double* __restrict var, double* __restrict m2,
-                          const float* __restrict inp, int64_t N, int64_t nc, int64_t L, int64_t ld) {
-    for (int64_t c = 0; c < nc; ++c) mean[c] = m2[c] = 0.0;
+// Images ([N, C, L > 1]) are split between the threads by samples, as the convolutions that
+// produce and consume them are (split by channels, each thread read every sample's planes, half
+// of them where the other core had just written them). Per-plane results go to an [N, C] scratch
+// and are merged per channel in sample order, the order one thread would take, so the results
+// do not depend on the thread count.
+
+// body(n0, n1) for chunks of the samples of [N, C, L], split between the threads.
+template <class Body>
+void for_each_sample_chunk(int64_t N, int64_t C, int64_t L, Body&& body) {
+    parallel_for(N, grain(C * L, 1), body);
+}
+
+// moments: [N, C, 2] = each plane's mean and sum of squared deviations (mean_and_m2), for the
+// samples [n0, n1) of inp: [N, C, L].
+void plane_moments(double* __restrict moments, const float* __restrict inp, int64_t n0, int64_t n1, int64_t C,
+                   int64_t L) {
+    for (int64_t i = n0 * C; i < n1 * C; ++i) mean_and_m2(inp + i * L, L, moments[2 * i], moments[2 * i + 1]);
+}
+
+// mean, var: [C] (double; var biased) from plane_moments' [N, C, 2], merged per channel in
+// sample order with Chan et al.'s pairwise update, as stable as two passes over the channel;
+// m2: [C] scratch.
+void merge_plane_moments(double* __restrict mean, double* __restrict var, double* __restrict m2,
+                         const double* __restrict moments, int64_t N, int64_t C, int64_t L) {
+    for (int64_t c = 0; c < C; ++c) mean[c] = m2[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
         const double count = static_cast<double>(n * L), total = count + static_cast<double>(L);
-        for (int64_t c = 0; c < nc; ++c) {
-            double pm, sq;
-            mean_and_m2(inp + n * ld + c * L, L, pm, sq);
+        for (int64_t c = 0; c < C; ++c) {
+            const double pm = moments[2 * (n * C + c)], sq = moments[2 * (n * C + c) + 1];
             const double delta = pm - mean[c];
             mean[c] += delta * (static_cast<double>(L) / total);
             m2[c] += sq + delta * delta * (count * static_cast<double>(L) / total);
         }
     }
-    for (int64_t c = 0; c < nc; ++c) var[c] = N > 0 ? m2[c] / static_cast<double>(N * L) : 0.0;
+    for (int64_t c = 0; c < C; ++c) var[c] = N > 0 ? m2[c] / static_cast<double>(N * L) : 0.0;
+}
+
+// dy_sum, dy_xhat_sum: [C] = the sums over every sample of the per-plane sums at plane_sums:
+// [N, C, 2] (doubles holding floats), added in sample order in double.
+void add_plane_sums(float* __restrict dy_sum, float* __restrict dy_xhat_sum, const double* __restrict plane_sums,
+                    int64_t N, int64_t C) {
+    for (int64_t c = 0; c < C; ++c) {
+        double a = 0.0, b = 0.0;
+        for (int64_t n = 0; n < N; ++n) a += plane_sums[2 * (n * C + c)], b += plane_sums[2 * (n * C + c) + 1];
+        dy_sum[c] = static_cast<float>(a), dy_xhat_sum[c] = static_cast<float>(b);
+    }
 }
 
 // out: [N, nc] block = (inp - mean[c]) * rstd[c] * weight[c] + bias[c]; mean, rstd: [nc] in double;
@@ -558,25 +584,18 @@ void batch_norm_sums_rows(float* __restrict dy_sum, float* __restrict dy_xhat_su
     }
 }
 
-// As batch_norm_sums_flat for a block of inp: [N, C, L > 1]: each plane's sums vectorise over
-// its L values (float lanes, added up per channel in double, in sample order); the pass walks
-// the block sample by sample, in address order (see channel_stats_planes). sum, sum_xhat: [nc]
-// double scratch.
-void batch_norm_sums_planes(float* __restrict dy_sum, float* __restrict dy_xhat_sum, double* __restrict sum,
-                            double* __restrict sum_xhat, const float* __restrict dout, const float* __restrict inp,
-                            const float* __restrict mean, const float* __restrict mean_lo,
-                            const float* __restrict rstd, int64_t N, int64_t nc, int64_t L, int64_t ld) {
-    for (int64_t c = 0; c < nc; ++c) sum[c] = sum_xhat[c] = 0.0;
-    for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < nc; ++c) {
+// plane_sums: [N, C, 2] = each plane's sums of dy and dy * xhat (dy_sums'), for the samples
+// [n0, n1) of dout, inp: [N, C, L]; mean, mean_lo, rstd: [C].
+void batch_norm_plane_sums(double* __restrict plane_sums, const float* __restrict dout, const float* __restrict inp,
+                           const float* __restrict mean, const float* __restrict mean_lo,
+                           const float* __restrict rstd, int64_t n0, int64_t n1, int64_t C, int64_t L) {
+    for (int64_t n = n0; n < n1; ++n) {
+        for (int64_t c = 0; c < C; ++c) {
+            const int64_t i = n * C + c;
             float a, b;
-            dy_sums(a, b, dout + n * ld + c * L, inp + n * ld + c * L, mean[c], mean_lo[c], rstd[c], L);
-            sum[c] += a, sum_xhat[c] += b;
+            dy_sums(a, b, dout + i * L, inp + i * L, mean[c], mean_lo[c], rstd[c], L);
+            plane_sums[2 * i] = a, plane_sums[2 * i + 1] = b;
         }
-    }
-    for (int64_t c = 0; c < nc; ++c) {
-        dy_sum[c] = static_cast<float>(sum[c]);
-        dy_xhat_sum[c] = static_cast<float>(sum_xhat[c]);
     }
 }
 
@@ -600,10 +619,6 @@ void batch_norm_dx_planes(float* __restrict dinp, const float* __restrict dy_sum
     }
 }
 
-// Channels per chunk of batch_norm's parallel loops over images ([N, C] goes by rows): about 16k
-// values, at least one channel.
-int64_t bn_channel_grain(int64_t N, int64_t L) { return grain(N * L, 1); }
-
 class NativeBatchNormBackward final : public OpNode {
 public:
     bool batch_stats = true;
@@ -613,74 +628,59 @@ public:
     const char* name() const override { return sync ? "SyncBatchNormBackward" : "NativeBatchNormBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &x = saved(0), &weight = saved(1), &mean = saved(2), &mean_lo = saved(3), &rstd = saved(4);
-        // Images: dx written over dout when the engine allows (grad_over_dout; each channel's dx comes after its
-        // sums, and chunks of channels are disjoint), one activation-sized buffer fewer.
+        // Images: dx written over dout when the engine allows (grad_over_dout; dx comes after
+        // every sum), one activation-sized buffer fewer.
         GradOut dx = L > 1 ? grad_over_dout(0, dout) : GradOut{};
         const bool over = static_cast<bool>(dx);
         if (!over) dx = grad_out(0);
         const GradOut dw = grad_out(1), db = grad_out(2);
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
-        double* scratch = double_scratch(2 * C);
         const float inv_count = 1.0f / static_cast<float>(count);
-        const int64_t grain = bn_channel_grain(N, L);
-        // Images: the sums and dx of channels [c0, c1), from the sums at `t` ([2, C]).
-        const auto plane_sums = [&](int64_t c0, int64_t c1) {
-            batch_norm_sums_planes(s + c0, s + C + c0, scratch + c0, scratch + C + c0, dout.data() + c0 * L,
-                                   x.data() + c0 * L, mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0, N,
-                                   c1 - c0, L, C * L);
-        };
-        const auto plane_dx = [&]<class Store>(float* d, const float* t, int64_t c0, int64_t c1) {
-            batch_norm_dx_planes<Store>(d + c0 * L, t + c0, t + C + c0, over ? nullptr : dout.data() + c0 * L,
-                                        x.data() + c0 * L, mean.data() + c0, mean_lo.data() + c0, rstd.data() + c0,
-                                        weight.defined() ? weight.data() + c0 : nullptr, batch_stats, inv_count, N,
-                                        c1 - c0, L, C * L);
-        };
-        // All the sums: [N, C] by row blocks (see kFlatBlockRows), images by chunks of channels.
+        const float *m = mean.data(), *m_lo = mean_lo.data(), *r = rstd.data(), *w = data_or_null(weight);
+        const float *dy = dout.data(), *xd = x.data();
+        // All the sums: [N, C] by row blocks (see kFlatBlockRows), images plane by plane.
         const auto all_sums = [&] {
             if (L == 1) {
                 const Tensor blocks = empty({flat_blocks(N) * 2 * C});
-                batch_norm_sums_rows(s, s + C, blocks.data(), dout.data(), x.data(), mean.data(), mean_lo.data(),
-                                     rstd.data(), N, C);
-            } else {
-                parallel_for(C, grain, plane_sums);
+                batch_norm_sums_rows(s, s + C, blocks.data(), dy, xd, m, m_lo, r, N, C);
+                return;
             }
+            double* plane_sums = double_scratch(2 * N * C);
+            for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+                batch_norm_plane_sums(plane_sums, dy, xd, m, m_lo, r, n0, n1, C, L);
+            });
+            add_plane_sums(s, s + C, plane_sums, N, C);
         };
-        // All of dx from the sums at `t`: [N, C] by rows, images by chunks of channels.
+        // All of dx from the sums at `t` ([2, C]): [N, C] by rows, images by samples (written
+        // over dout when `over`: every sum is taken by then).
         const auto all_dx = [&]<class Store>(float* d, const float* t) {
             if (L == 1) {
-                for_each_flat_rows(N, C, [&](int64_t r, int64_t rows) {
-                    batch_norm_dx_flat<Store>(d + r * C, t, t + C, dout.data() + r * C, x.data() + r * C, mean.data(),
-                                              mean_lo.data(), rstd.data(), data_or_null(weight), batch_stats,
-                                              inv_count, rows, C, C);
+                for_each_flat_rows(N, C, [&](int64_t r0, int64_t rows) {
+                    batch_norm_dx_flat<Store>(d + r0 * C, t, t + C, dy + r0 * C, xd + r0 * C, m, m_lo, r, w,
+                                              batch_stats, inv_count, rows, C, C);
                 });
-            } else {
-                parallel_for(C, grain, [&](int64_t c0, int64_t c1) { plane_dx.template operator()<Store>(d, t, c0, c1); });
+                return;
             }
+            for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+                const int64_t at = n0 * C * L;
+                batch_norm_dx_planes<Store>(d + at, t, t + C, over ? nullptr : dy + at, xd + at, m, m_lo, r, w,
+                                            batch_stats, inv_count, n1 - n0, C, L, C * L);
+            });
         };
-        const auto dx_from = [&](const float* t) {
-            dx.fresh ? all_dx.template operator()<Overwrite>(dx.data, t) : all_dx.template operator()<Accumulate>(dx.data, t);
-        };
-        if (!sync && L > 1) {
-            // Each chunk's sums, then its dx, while the chunk is in cache.
-            const auto channels = [&]<class Store>(float* d) {
-                parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-                    plane_sums(c0, c1);
-                    if (d) plane_dx.template operator()<Store>(d, s, c0, c1);
-                });
-            };
-            dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
-        } else if (!sync) {
-            all_sums();
-            if (dx && N > 0) dx_from(s);
-        } else {
-            // The local sums, then one all-reduce of both (every rank, also one without samples):
-            // dx needs the sums over every rank's values, weight and bias only this rank's part
-            // (the gradient all-reduce adds the parts).
-            all_sums();
-            Tensor global = sums.clone();
+        all_sums();
+        const float* t = s;
+        Tensor global;
+        if (sync) {
+            // One all-reduce of both sums (every rank, also one without samples): dx needs the
+            // sums over every rank's values, weight and bias only this rank's part (the gradient
+            // all-reduce adds the parts).
+            global = sums.clone();
             dist::all_reduce(global);
-            if (dx && N * L > 0) dx_from(global.data());
+            t = global.data();
+        }
+        if (dx && N * L > 0) {
+            dx.fresh ? all_dx.template operator()<Overwrite>(dx.data, t) : all_dx.template operator()<Accumulate>(dx.data, t);
         }
         if (db) db.store(s, C);
         if (dw) dw.store(s + C, C);
@@ -904,9 +904,9 @@ bool pools_in_pass(const Tensor& x) {
 // Choice bytes live in a bool tensor's storage (bytes 0..4, never read as bools).
 uint8_t* choice_bytes(const Tensor& t) { return reinterpret_cast<uint8_t*>(t.data_ptr<bool>()); }
 
-// batch_norm (batch statistics, one process) -> max_pool2d(2) -> relu: the backward. Per chunk of
-// channels, sample by sample in address order (as NativeBatchNormBackward): each channel's sums
-// of dy and dy * xhat, then dx.
+// batch_norm (batch statistics, one process) -> max_pool2d(2) -> relu: the backward, split by
+// samples (as NativeBatchNormBackward's images): each plane's sums of dy and dy * xhat, added
+// per channel in sample order, then dx.
 class BatchNormMaxPool2dReluBackward final : public OpNode {
 public:
     int64_t N = 0, C = 0, H = 0, W = 0;
@@ -918,7 +918,7 @@ public:
         const int64_t L = H * W, P = L / 4;
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
-        double* scratch = double_scratch(2 * C);
+        double* plane_sums = double_scratch(2 * N * C);
         const float inv_count = 1.0f / static_cast<float>(N * L);
         // Pointers taken once: Tensor::data() is an out-of-line call, and these loops visit every
         // (sample, channel) plane (the CNN's two blocks: 12,288 at batch 128; taken per plane, the
@@ -926,34 +926,26 @@ public:
         const float *m = mean.data(), *m_lo = mean_lo.data(), *r = rstd.data(), *w = data_or_null(weight);
         const float *dy = dout.data(), *xd = x.data();
         const auto plane = [&](int64_t c) { return PlaneNorm{m[c], m_lo[c], r[c], w ? w[c] : 1.0f, 0.0f}; };
-        const auto channels = [&]<class Store>(float* d) {
-            parallel_for(C, bn_channel_grain(N, L), [&](int64_t c0, int64_t c1) {
-                double* sum = scratch + c0;
-                double* sum_xhat = scratch + C + c0;
-                for (int64_t c = c0; c < c1; ++c) sum[c - c0] = sum_xhat[c - c0] = 0.0;
-                for (int64_t n = 0; n < N; ++n) {
-                    for (int64_t c = c0; c < c1; ++c) {
-                        const int64_t i = n * C + c;
-                        plane_pool_sums(sum[c - c0], sum_xhat[c - c0], dy + i * P, choice + i * P, xd + i * L,
-                                        plane(c), H, W);
-                    }
-                }
-                for (int64_t c = c0; c < c1; ++c) {
-                    s[c] = static_cast<float>(sum[c - c0]);
-                    s[C + c] = static_cast<float>(sum_xhat[c - c0]);
-                }
-                if (!d) return;
-                for (int64_t n = 0; n < N; ++n) {
-                    for (int64_t c = c0; c < c1; ++c) {
-                        const int64_t i = n * C + c;
-                        const PlaneNorm p = plane(c);
-                        plane_pool_dx<Store>(d + i * L, dy + i * P, choice + i * P, xd + i * L, p,
-                                             s[c] * p.w * inv_count, s[C + c] * p.w * inv_count, H, W);
-                    }
+        for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+            for (int64_t i = n0 * C; i < n1 * C; ++i) {
+                double& a = plane_sums[2 * i];
+                double& b = plane_sums[2 * i + 1];
+                a = b = 0.0;
+                plane_pool_sums(a, b, dy + i * P, choice + i * P, xd + i * L, plane(i % C), H, W);
+            }
+        });
+        add_plane_sums(s, s + C, plane_sums, N, C);
+        const auto dx_planes = [&]<class Store>(float* d) {
+            for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+                for (int64_t i = n0 * C; i < n1 * C; ++i) {
+                    const int64_t c = i % C;
+                    const PlaneNorm p = plane(c);
+                    plane_pool_dx<Store>(d + i * L, dy + i * P, choice + i * P, xd + i * L, p,
+                                         s[c] * p.w * inv_count, s[C + c] * p.w * inv_count, H, W);
                 }
             });
         };
-        dx.fresh ? channels.template operator()<Overwrite>(dx.data) : channels.template operator()<Accumulate>(dx.data);
+        if (dx) dx.fresh ? dx_planes.template operator()<Overwrite>(dx.data) : dx_planes.template operator()<Accumulate>(dx.data);
         if (db) db.store(s, C);
         if (dw) dw.store(s + C, C);
     }
@@ -988,10 +980,10 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
                  bias = detail::contiguous_or_empty(bias_in);
     // Per channel, in double: mean, biased variance (then 1 / sqrt(var + eps)), and scratch.
-    // For [N, C], then each row block's (count, mean, m2) [blocks, 3, C].
-    double* mean_d = detail::double_scratch(3 * C + (L == 1 ? detail::flat_blocks(N) * 3 * C : 0));
+    // Then for [N, C] each row block's (count, mean, m2) [blocks, 3, C], for images each plane's
+    // moments [N, C, 2].
+    double* mean_d = detail::double_scratch(3 * C + (L == 1 ? detail::flat_blocks(N) * 3 * C : 2 * N * C));
     double* var_d = mean_d + C;
-    const int64_t grain = detail::bn_channel_grain(N, L);
     double count = static_cast<double>(N * L);
     if (training) {
         if (N * L > 0 && L == 1) {
@@ -999,10 +991,12 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
             detail::channel_stats_blocks(blocks, x.data(), N, C);
             detail::merge_channel_stats(mean_d, var_d, blocks, static_cast<int>(detail::flat_blocks(N)), C);
         } else if (N * L > 0) {
-            detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-                detail::channel_stats_planes(mean_d + c0, var_d + c0, var_d + C + c0, x.data() + c0 * L, N, c1 - c0, L,
-                                             C * L);
+            double* moments = mean_d + 3 * C;
+            const float* xd = x.data();
+            detail::for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+                detail::plane_moments(moments, xd, n0, n1, C, L);
             });
+            detail::merge_plane_moments(mean_d, var_d, var_d + C, moments, N, C, L);
         } else {
             std::fill_n(mean_d, 2 * C, 0.0);
         }
@@ -1056,9 +1050,9 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
         const float *m = mean.data(), *m_lo = mean_lo.data(), *r = rstd.data();
         const float *w = detail::data_or_null(weight), *b = detail::data_or_null(bias), *xd = x.data();
         float* o = out.data();
-        detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-            for (int64_t n = 0; n < N; ++n) {
-                for (int64_t c = c0; c < c1; ++c) {
+        detail::for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+            for (int64_t n = n0; n < n1; ++n) {
+                for (int64_t c = 0; c < C; ++c) {
                     const int64_t i = n * C + c;
                     const detail::PlaneNorm p{m[c], m_lo[c], r[c], w ? w[c] : 1.0f, b ? b[c] : 0.0f};
                     detail::plane_pool_forward(o + i * P, bytes + i * P, xd + i * L, p, H, W);
@@ -1078,11 +1072,11 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
                                           detail::data_or_null(weight), detail::data_or_null(bias), rows, C, C);
         });
     } else if (N * L > 0) {
-        detail::parallel_for(C, grain, [&](int64_t c0, int64_t c1) {
-            const float* w = weight.defined() ? weight.data() + c0 : nullptr;
-            const float* b = bias.defined() ? bias.data() + c0 : nullptr;
-            detail::batch_norm_apply_planes(out.data() + c0 * L, x.data() + c0 * L, mean.data() + c0,
-                                            mean_lo.data() + c0, rstd.data() + c0, w, b, N, c1 - c0, L, C * L);
+        detail::for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+            const int64_t at = n0 * C * L;
+            detail::batch_norm_apply_planes(out.data() + at, x.data() + at, mean.data(), mean_lo.data(), rstd.data(),
+                                            detail::data_or_null(weight), detail::data_or_null(bias), n1 - n0, C, L,
+                                            C * L);
         });
     }
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
