@@ -3,6 +3,7 @@
 // views and empty sizes), max/avg/adaptive pooling, group_norm and instance_norm, and batch_norm
 // on [N, C, H, W] input (its plane kernels: goldens, stability, thread independence).
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -521,6 +522,26 @@ TEST_CASE("group_norm and batch_norm on images are stable for 1e4 + noise (float
     CHECK(test::worst_violation(batch_norm(x, {}, {}, {}, {}, true), normalise(C, true), 1e-4) == 0.0);
 }
 
+namespace {
+
+// The values of the tensors `run` returns, concatenated, on 1 thread and then on 2.
+std::vector<std::vector<float>> on_one_and_two_threads(const std::function<std::vector<Tensor>()>& run) {
+    test::ThreadsGuard guard;
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        std::vector<float> all;
+        for (const Tensor& t : run()) {
+            const auto v = t.to_vector();
+            all.insert(all.end(), v.begin(), v.end());
+        }
+        results.push_back(all);
+    }
+    return results;
+}
+
+}  // namespace
+
 TEST_CASE("batch_norm and group_norm on images: results independent of the thread count", "[ops][norm]") {
     // Each channel's (or group's) statistics and gradient sums are added in one order, whatever
     // the split, so the results are bitwise equal on any number of threads. 40 samples and
@@ -529,10 +550,7 @@ TEST_CASE("batch_norm and group_norm on images: results independent of the threa
     const Tensor x = randn({40, 5, 16, 16}, gen), dy = randn({40, 5, 16, 16}, gen);
     const Tensor dpool = randn({40, 5, 8, 8}, gen);
     const Tensor w = randn({5}, gen), b = randn({5}, gen);
-    test::ThreadsGuard guard;
-    std::vector<std::vector<float>> results;
-    for (int threads : {1, 2}) {
-        set_num_threads(threads);
+    const auto results = on_one_and_two_threads([&] {
         Tensor xl = leaf(x), wl = leaf(w), bl = leaf(b);
         Tensor y = batch_norm(xl, {}, {}, wl, bl, true);
         y.backward(dy);
@@ -542,13 +560,8 @@ TEST_CASE("batch_norm and group_norm on images: results independent of the threa
         Tensor xp = leaf(x), wp = leaf(w), bp = leaf(b);
         Tensor yp = batch_norm_max_pool2d_relu(xp, {}, {}, wp, bp, true);
         yp.backward(dpool);
-        std::vector<float> all;
-        for (const Tensor& t : {y, xl.grad(), wl.grad(), bl.grad(), yg, xg.grad(), yp, xp.grad(), wp.grad(), bp.grad()}) {
-            const auto v = t.to_vector();
-            all.insert(all.end(), v.begin(), v.end());
-        }
-        results.push_back(all);
-    }
+        return std::vector<Tensor>{y, xl.grad(), wl.grad(), bl.grad(), yg, xg.grad(), yp, xp.grad(), wp.grad(), bp.grad()};
+    });
     CHECK(results[0] == results[1]);
 }
 
@@ -558,20 +571,12 @@ TEST_CASE("batch_norm on [N, C]: results independent of the thread count", "[ops
     Generator gen(52);
     const Tensor x = randn({1000, 24}, gen), dy = randn({1000, 24}, gen);
     const Tensor w = randn({24}, gen), b = randn({24}, gen);
-    test::ThreadsGuard guard;
-    std::vector<std::vector<float>> results;
-    for (int threads : {1, 2}) {
-        set_num_threads(threads);
+    const auto results = on_one_and_two_threads([&] {
         Tensor xl = leaf(x), wl = leaf(w), bl = leaf(b);
         Tensor y = batch_norm(xl, {}, {}, wl, bl, true);
         y.backward(dy);
-        std::vector<float> all;
-        for (const Tensor& t : {y, xl.grad(), wl.grad(), bl.grad()}) {
-            const auto v = t.to_vector();
-            all.insert(all.end(), v.begin(), v.end());
-        }
-        results.push_back(all);
-    }
+        return std::vector<Tensor>{y, xl.grad(), wl.grad(), bl.grad()};
+    });
     CHECK(results[0] == results[1]);
 }
 
