@@ -297,12 +297,12 @@ struct SoftmaxDims {
 template <class Rows, class Columns>
 void for_softmax_pieces(const SoftmaxDims& d, Rows&& rows, Columns&& columns) {
     if (d.inner == 1) {
-        parallel_for(d.outer, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(d.C, 1)),
+        parallel_for(d.outer, item_grain(d.C),
                      [&](int64_t b, int64_t e) { rows(b * d.C, e - b); });
         return;
     }
     const int64_t blocks = (d.inner + kColumns - 1) / kColumns;  // per outer index
-    const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(d.C * kColumns, 1));
+    const int64_t grain = item_grain(d.C * kColumns);
     parallel_for(d.outer * blocks, grain, [&](int64_t b, int64_t e) {
         for (int64_t p = b; p < e; ++p) {
             const int64_t o = p / blocks, j0 = (p % blocks) * kColumns;

@@ -10,7 +10,6 @@
 // through the order of those sums (which rows each product sums, and how the sums are added).
 #include <algorithm>
 #include <cstring>
-#include <utility>
 
 #include "../parallel.hpp"
 #include "activation_ops.hpp"
@@ -149,9 +148,8 @@ public:
         // The other chunks' partial sums, added in chunk order.
         double* db1 = scratch.db1(0);
         for (int t = 1; t < scratch.chunks(); ++t) {
-            for (auto [sum, part] : {std::pair{dw1.data, scratch.dw1(t)}, std::pair{dw2.data, scratch.dw2(t)}}) {
-                if (sum) add_partial_sum(sum, part, DF);
-            }
+            if (dw1) add_partial_sum(dw1.data, scratch.dw1(t), DF);
+            if (dw2) add_partial_sum(dw2.data, scratch.dw2(t), DF);
             const double* part = scratch.db1(t);
             for (int64_t j = 0; j < s.F; ++j) db1[j] += part[j];
         }

@@ -41,7 +41,7 @@ Tensor checked_indices(const Tensor& index, int64_t size, const char* op, const 
 // out: [outer, J, inner] = x: [outer, S, inner] at rows idx: [J] of the middle dimension
 template <class T>
 void index_select_forward(T* out, const T* x, const int64_t* idx, int64_t outer, int64_t S, int64_t J, int64_t inner) {
-    detail::parallel_for(outer * J, std::max<int64_t>(1, detail::kElementGrain / std::max<int64_t>(inner, 1)),
+    detail::parallel_for(outer * J, detail::item_grain(inner),
                          [&](int64_t b, int64_t e) {
                              for (int64_t q = b; q < e; ++q) {
                                  const int64_t o = q / J, j = q % J;
@@ -54,7 +54,7 @@ void index_select_forward(T* out, const T* x, const int64_t* idx, int64_t outer,
 // threads split the columns, so each destination element is added to in one order.
 void index_select_backward(float* dx, const float* dy, const int64_t* idx, int64_t outer, int64_t S, int64_t J,
                            int64_t inner) {
-    detail::parallel_for(inner, std::max<int64_t>(16, detail::kElementGrain / std::max<int64_t>(outer * J, 1)),
+    detail::parallel_for(inner, detail::item_grain(outer * J, 16),
                          [&](int64_t b, int64_t e) {
                              for (int64_t o = 0; o < outer; ++o) {
                                  for (int64_t j = 0; j < J; ++j) {
@@ -221,7 +221,7 @@ namespace {
 
 // out: [N, D] = weight: [V, D] at rows idx: [N]
 void embedding_forward(float* out, const float* weight, const int64_t* idx, int64_t N, int64_t D) {
-    detail::parallel_for(N, std::max<int64_t>(1, detail::kElementGrain / std::max<int64_t>(D, 1)), [&](int64_t b, int64_t e) {
+    detail::parallel_for(N, detail::item_grain(D), [&](int64_t b, int64_t e) {
         for (int64_t n = b; n < e; ++n) std::copy_n(weight + idx[n] * D, D, out + n * D);
     });
 }
@@ -229,7 +229,7 @@ void embedding_forward(float* out, const float* weight, const int64_t* idx, int6
 // dweight: [V, D] += dy: [N, D] added at rows idx, except row padding_idx (< 0: none); threads
 // split the columns.
 void embedding_backward(float* dweight, const float* dy, const int64_t* idx, int64_t N, int64_t D, int64_t padding_idx) {
-    detail::parallel_for(D, std::max<int64_t>(16, detail::kElementGrain / std::max<int64_t>(N, 1)), [&](int64_t b, int64_t e) {
+    detail::parallel_for(D, detail::item_grain(N, 16), [&](int64_t b, int64_t e) {
         for (int64_t n = 0; n < N; ++n) {
             if (idx[n] == padding_idx) continue;
             float* __restrict d = dweight + idx[n] * D;

@@ -17,7 +17,7 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
     if (bias) {
         // The rows start as the bias, which the product adds to; split between the threads as
         // the product is (filled on one thread, they were a serial step in every Linear).
-        parallel_for(N, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(OC, 1)), [&](int64_t b, int64_t e) {
+        parallel_for(N, item_grain(OC), [&](int64_t b, int64_t e) {
             for (int64_t n = b; n < e; ++n) std::copy(bias, bias + OC, out + n * OC);
         });
     }

@@ -20,6 +20,13 @@ namespace normnet::detail {
 /// Elements per chunk below which an elementwise loop is not split between threads.
 inline constexpr int64_t kElementGrain = 1 << 14;
 
+/// Items (rows, samples, channels...) per chunk of a parallel loop over items of
+/// `values_per_item` elements each: about kElementGrain elements, so that a chunk outweighs
+/// handing it to another thread, and at least `minimum` items.
+inline int64_t item_grain(int64_t values_per_item, int64_t minimum = 1) {
+    return std::max<int64_t>(minimum, kElementGrain / std::max<int64_t>(values_per_item, 1));
+}
+
 /// The shape a and b broadcast to (PyTorch's rules: align on the right, sizes equal or 1).
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 

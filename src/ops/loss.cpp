@@ -102,7 +102,7 @@ double check_class_targets(const Tensor& input, const Tensor& target, const Clas
 }
 
 // Positions per chunk of a class loop, so a chunk holds about kElementGrain elements.
-int64_t position_grain(const ClassLayout& L) { return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(L.C, 1)); }
+int64_t position_grain(const ClassLayout& L) { return item_grain(L.C); }
 
 // ---- nll_loss -----------------------------------------------------------------------------------
 

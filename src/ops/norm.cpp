@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../parallel.hpp"
+#include "loop.hpp"
 #include "normnet/dist.hpp"
 #include "normnet/ops.hpp"
 #include "op.hpp"
@@ -26,12 +27,7 @@ namespace {
 
 float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
-// Items (rows, channels) per chunk of a parallel loop: about 16k values, so a chunk outweighs
-// the cost of handing it to another thread, and at least `minimum` items.
-int64_t grain(int64_t values_per_item, int64_t minimum) {
-    return std::max<int64_t>(minimum, (int64_t{1} << 14) / std::max<int64_t>(values_per_item, 1));
-}
-int64_t row_grain(int64_t H) { return grain(H, 16); }
+int64_t row_grain(int64_t H) { return item_grain(H, 16); }
 
 // Splits a double mean into two floats whose sum is it to about 2^-48 relative.
 void split_mean(double m, float& hi, float& lo) {
@@ -354,68 +350,81 @@ double* double_scratch(int64_t n) {
 // [N, C] (L == 1), where the loops run over the block's channels (unit stride, vectorised), and
 // [N, C, L > 1] (images: L = H * W), where they run over each (sample, channel) plane of L values.
 
-// mean, var: [nc] (double; var biased) of the block of inp: [N, C]
-void channel_stats_flat(double* __restrict mean, double* __restrict var, const float* __restrict inp, int64_t N,
+// mean, m2: [nc] (double) = the mean and the sum of squared deviations of each channel of the
+// block of inp: [N, C], over two passes.
+void channel_stats_flat(double* __restrict mean, double* __restrict m2, const float* __restrict inp, int64_t N,
                         int64_t nc, int64_t ld) {
-    const double count = static_cast<double>(N);
-    for (int64_t c = 0; c < nc; ++c) mean[c] = var[c] = 0.0;
+    for (int64_t c = 0; c < nc; ++c) mean[c] = m2[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) mean[c] += inp[n * ld + c];
     }
-    for (int64_t c = 0; c < nc; ++c) mean[c] /= count;
+    for (int64_t c = 0; c < nc; ++c) mean[c] /= static_cast<double>(N);
     for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < nc; ++c) {
             const double d = inp[n * ld + c] - mean[c];
-            var[c] += d * d;
+            m2[c] += d * d;
         }
     }
-    for (int64_t c = 0; c < nc; ++c) var[c] /= count;
 }
 
-// Images ([N, C, L > 1]) are split between the threads by samples, as the convolutions that
-// produce and consume them are (split by channels, each thread read every sample's planes, half
-// of them where the other core had just written them). Per-plane results go to an [N, C] scratch
-// and are merged per channel in sample order, the order one thread would take, so the results
-// do not depend on the thread count.
+// The threads split batch_norm's work as the ops around it split theirs: [N, C] (L == 1) by
+// rows, in blocks of kFlatBlockRows; images ([N, C, L > 1]) by samples, as the convolutions
+// that produce and consume them do. (Split by channels, each thread read every row or sample,
+// half of it where the other core had just written it: the ViT's BatchNorm rows ran 1.8x their
+// GEMM floor on two threads and 1.4x on one, as LayerNorm's.) Each block's (a sample's, for
+// images) statistics or sums go to a scratch, [blocks, 3, C] (count, mean, m2: as
+// merge_channel_stats takes them) or [blocks, 2, C] (sums of dy and dy * xhat), merged per
+// channel in block order: the results do not depend on the thread count.
+constexpr int64_t kFlatBlockRows = 64;
+int64_t flat_blocks(int64_t N) { return (N + kFlatBlockRows - 1) / kFlatBlockRows; }
+// The scratch's blocks.
+int64_t stat_blocks(int64_t N, int64_t L) { return L == 1 ? flat_blocks(N) : N; }
 
-// body(n0, n1) for chunks of the samples of [N, C, L], split between the threads.
+// body(i0, i1) for chunks of `items` items (rows, samples, row blocks) of `values` values
+// each, split between the threads.
 template <class Body>
-void for_each_sample_chunk(int64_t N, int64_t C, int64_t L, Body&& body) {
-    parallel_for(N, grain(C * L, 1), body);
+void for_each_chunk(int64_t items, int64_t values, Body&& body) {
+    parallel_for(items, item_grain(values), body);
 }
 
-// moments: [N, C, 2] = each plane's mean and sum of squared deviations (mean_and_m2), for the
-// samples [n0, n1) of inp: [N, C, L].
-void plane_moments(double* __restrict moments, const float* __restrict inp, int64_t n0, int64_t n1, int64_t C,
-                   int64_t L) {
-    for (int64_t i = n0 * C; i < n1 * C; ++i) mean_and_m2(inp + i * L, L, moments[2 * i], moments[2 * i + 1]);
-}
-
-// mean, var: [C] (double; var biased) from plane_moments' [N, C, 2], merged per channel in
-// sample order with Chan et al.'s pairwise update, as stable as two passes over the channel;
-// m2: [C] scratch.
-void merge_plane_moments(double* __restrict mean, double* __restrict var, double* __restrict m2,
-                         const double* __restrict moments, int64_t N, int64_t C, int64_t L) {
-    for (int64_t c = 0; c < C; ++c) mean[c] = m2[c] = 0.0;
-    for (int64_t n = 0; n < N; ++n) {
-        const double count = static_cast<double>(n * L), total = count + static_cast<double>(L);
-        for (int64_t c = 0; c < C; ++c) {
-            const double pm = moments[2 * (n * C + c)], sq = moments[2 * (n * C + c) + 1];
-            const double delta = pm - mean[c];
-            mean[c] += delta * (static_cast<double>(L) / total);
-            m2[c] += sq + delta * delta * (count * static_cast<double>(L) / total);
+// body(block, first_row, rows) for the row blocks of [N, C], split between the threads.
+template <class Body>
+void for_each_flat_block(int64_t N, int64_t C, Body&& body) {
+    for_each_chunk(flat_blocks(N), kFlatBlockRows * C, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+            const int64_t r = b * kFlatBlockRows;
+            body(b, r, std::min(kFlatBlockRows, N - r));
         }
-    }
-    for (int64_t c = 0; c < C; ++c) var[c] = N > 0 ? m2[c] / static_cast<double>(N * L) : 0.0;
+    });
 }
 
-// dy_sum, dy_xhat_sum: [C] = the sums over every sample of the per-plane sums at plane_sums:
-// [N, C, 2] (doubles holding floats), added in sample order in double.
-void add_plane_sums(float* __restrict dy_sum, float* __restrict dy_xhat_sum, const double* __restrict plane_sums,
-                    int64_t N, int64_t C) {
+// blocks: [stat_blocks(N, L), 3, C] = each block's (count, mean, m2) per channel of inp: [N, C, L].
+void channel_stats_blocks(double* __restrict blocks, const float* __restrict inp, int64_t N, int64_t C, int64_t L) {
+    if (L == 1) {
+        for_each_flat_block(N, C, [&](int64_t b, int64_t r, int64_t rows) {
+            double* block = blocks + b * 3 * C;
+            std::fill_n(block, C, static_cast<double>(rows));
+            channel_stats_flat(block + C, block + 2 * C, inp + r * C, rows, C, C);
+        });
+        return;
+    }
+    for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+            double* block = blocks + n * 3 * C;
+            for (int64_t c = 0; c < C; ++c) {
+                block[c] = static_cast<double>(L);
+                mean_and_m2(inp + (n * C + c) * L, L, block[C + c], block[2 * C + c]);
+            }
+        }
+    });
+}
+
+// dy_sum, dy_xhat_sum: [C] = the sums at blocks: [n, 2, C], added per channel in block order in double.
+void add_block_sums(float* __restrict dy_sum, float* __restrict dy_xhat_sum, const double* __restrict blocks,
+                    int64_t n, int64_t C) {
     for (int64_t c = 0; c < C; ++c) {
         double a = 0.0, b = 0.0;
-        for (int64_t n = 0; n < N; ++n) a += plane_sums[2 * (n * C + c)], b += plane_sums[2 * (n * C + c) + 1];
+        for (int64_t k = 0; k < n; ++k) a += blocks[k * 2 * C + c], b += blocks[k * 2 * C + C + c];
         dy_sum[c] = static_cast<float>(a), dy_xhat_sum[c] = static_cast<float>(b);
     }
 }
@@ -492,10 +501,10 @@ inline void batch_norm_dx(float* __restrict dx, const float* __restrict dy, cons
 // weight gradients); dout, inp: [N, nc] blocks; mean, mean_lo, rstd: [nc].
 // Restrict pointers: with this many arrays GCC would not vectorise the channel loops behind
 // runtime alias checks (BatchNorm's backward took 3x longer without them).
-void batch_norm_sums_flat(float* __restrict dy_sum, float* __restrict dy_xhat_sum, const float* __restrict dout,
+void batch_norm_sums_flat(double* __restrict dy_sum, double* __restrict dy_xhat_sum, const float* __restrict dout,
                           const float* __restrict inp, const float* __restrict mean, const float* __restrict mean_lo,
                           const float* __restrict rstd, int64_t N, int64_t nc, int64_t ld) {
-    for (int64_t c = 0; c < nc; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0f;
+    for (int64_t c = 0; c < nc; ++c) dy_sum[c] = dy_xhat_sum[c] = 0.0;
     for (int64_t n = 0; n < N; ++n) {
         const float* dy = dout + n * ld;
         const float* x = inp + n * ld;
@@ -529,74 +538,28 @@ void batch_norm_dx_flat(float* __restrict dinp, const float* __restrict dy_sum, 
     }
 }
 
-// [N, C] (L == 1) is split between the threads by rows, in blocks of kFlatBlockRows: each
-// block's statistics or sums come from one thread, in one order, and the blocks' are merged in
-// block order, so the results do not depend on the thread count. (Split by channels, each
-// thread read every row, half of each from the other core's cache, where the op before had
-// written it: the ViT's BatchNorm rows ran 1.8x their GEMM floor on two threads and 1.4x on one,
-// as LayerNorm's.)
-constexpr int64_t kFlatBlockRows = 64;
-int64_t flat_blocks(int64_t N) { return (N + kFlatBlockRows - 1) / kFlatBlockRows; }
-
-// body(block, first_row, rows) for the row blocks of [N, C], split between the threads.
-template <class Body>
-void for_each_flat_block(int64_t N, int64_t C, Body&& body) {
-    parallel_for(flat_blocks(N), grain(kFlatBlockRows * C, 1), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-            const int64_t r = b * kFlatBlockRows;
-            body(b, r, std::min(kFlatBlockRows, N - r));
-        }
-    });
-}
-
-// body(first_row, rows) for chunks of the rows of [N, C], split between the threads.
-template <class Body>
-void for_each_flat_rows(int64_t N, int64_t C, Body&& body) {
-    parallel_for(N, grain(C, 8), [&](int64_t r0, int64_t r1) { body(r0, r1 - r0); });
-}
-
-// blocks: [flat_blocks(N), 3, C] = each row block's (count, mean, m2) per channel of inp: [N, C],
-// as merge_channel_stats takes them.
-void channel_stats_blocks(double* __restrict blocks, const float* __restrict inp, int64_t N, int64_t C) {
-    for_each_flat_block(N, C, [&](int64_t b, int64_t r, int64_t rows) {
-        double* block = blocks + b * 3 * C;
-        channel_stats_flat(block + C, block + 2 * C, inp + r * C, rows, C, C);
-        for (int64_t c = 0; c < C; ++c) {
-            block[c] = static_cast<double>(rows);
-            block[2 * C + c] *= static_cast<double>(rows);  // the biased variance's sum
-        }
-    });
-}
-
-// dy_sum, dy_xhat_sum: [C] = batch_norm_sums_flat's sums over all rows of [N, C]: each row
-// block's in float, added in block order in double; blocks: [flat_blocks(N), 2, C] scratch.
-void batch_norm_sums_rows(float* __restrict dy_sum, float* __restrict dy_xhat_sum, float* __restrict blocks,
-                          const float* __restrict dout, const float* __restrict inp, const float* __restrict mean,
-                          const float* __restrict mean_lo, const float* __restrict rstd, int64_t N, int64_t C) {
-    for_each_flat_block(N, C, [&](int64_t b, int64_t r, int64_t rows) {
-        float* block = blocks + b * 2 * C;
-        batch_norm_sums_flat(block, block + C, dout + r * C, inp + r * C, mean, mean_lo, rstd, rows, C, C);
-    });
-    for (int64_t c = 0; c < C; ++c) {
-        double a = 0.0, x = 0.0;
-        for (int64_t b = 0; b < flat_blocks(N); ++b) a += blocks[b * 2 * C + c], x += blocks[b * 2 * C + C + c];
-        dy_sum[c] = static_cast<float>(a), dy_xhat_sum[c] = static_cast<float>(x);
-    }
-}
-
-// plane_sums: [N, C, 2] = each plane's sums of dy and dy * xhat (dy_sums'), for the samples
-// [n0, n1) of dout, inp: [N, C, L]; mean, mean_lo, rstd: [C].
-void batch_norm_plane_sums(double* __restrict plane_sums, const float* __restrict dout, const float* __restrict inp,
+// blocks: [stat_blocks(N, L), 2, C] = each block's sums of dy and dy * xhat per channel, of
+// dout, inp: [N, C, L]; mean, mean_lo, rstd: [C]. Images' per-plane sums are dy_sums' floats.
+void batch_norm_block_sums(double* __restrict blocks, const float* __restrict dout, const float* __restrict inp,
                            const float* __restrict mean, const float* __restrict mean_lo,
-                           const float* __restrict rstd, int64_t n0, int64_t n1, int64_t C, int64_t L) {
-    for (int64_t n = n0; n < n1; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
-            const int64_t i = n * C + c;
-            float a, b;
-            dy_sums(a, b, dout + i * L, inp + i * L, mean[c], mean_lo[c], rstd[c], L);
-            plane_sums[2 * i] = a, plane_sums[2 * i + 1] = b;
-        }
+                           const float* __restrict rstd, int64_t N, int64_t C, int64_t L) {
+    if (L == 1) {
+        for_each_flat_block(N, C, [&](int64_t b, int64_t r, int64_t rows) {
+            double* block = blocks + b * 2 * C;
+            batch_norm_sums_flat(block, block + C, dout + r * C, inp + r * C, mean, mean_lo, rstd, rows, C, C);
+        });
+        return;
     }
+    for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+            double* block = blocks + n * 2 * C;
+            for (int64_t c = 0; c < C; ++c) {
+                float a, b;
+                dy_sums(a, b, dout + (n * C + c) * L, inp + (n * C + c) * L, mean[c], mean_lo[c], rstd[c], L);
+                block[c] = a, block[C + c] = b;
+            }
+        }
+    });
 }
 
 // As batch_norm_dx_flat for a block of inp: [N, C, L > 1], plane by plane in address order;
@@ -639,36 +602,24 @@ public:
         const float inv_count = 1.0f / static_cast<float>(count);
         const float *m = mean.data(), *m_lo = mean_lo.data(), *r = rstd.data(), *w = data_or_null(weight);
         const float *dy = dout.data(), *xd = x.data();
-        // All the sums: [N, C] by row blocks (see kFlatBlockRows), images plane by plane.
-        const auto all_sums = [&] {
-            if (L == 1) {
-                const Tensor blocks = empty({flat_blocks(N) * 2 * C});
-                batch_norm_sums_rows(s, s + C, blocks.data(), dy, xd, m, m_lo, r, N, C);
-                return;
-            }
-            double* plane_sums = double_scratch(2 * N * C);
-            for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
-                batch_norm_plane_sums(plane_sums, dy, xd, m, m_lo, r, n0, n1, C, L);
-            });
-            add_plane_sums(s, s + C, plane_sums, N, C);
-        };
-        // All of dx from the sums at `t` ([2, C]): [N, C] by rows, images by samples (written
-        // over dout when `over`: every sum is taken by then).
+        // The sums, per block (see kFlatBlockRows), then added in block order.
+        double* blocks = double_scratch(stat_blocks(N, L) * 2 * C);
+        batch_norm_block_sums(blocks, dy, xd, m, m_lo, r, N, C, L);
+        add_block_sums(s, s + C, blocks, stat_blocks(N, L), C);
+        // dx from the sums at `t` ([2, C]), by rows or samples (written over dout when `over`:
+        // every sum is taken by then).
         const auto all_dx = [&]<class Store>(float* d, const float* t) {
-            if (L == 1) {
-                for_each_flat_rows(N, C, [&](int64_t r0, int64_t rows) {
-                    batch_norm_dx_flat<Store>(d + r0 * C, t, t + C, dy + r0 * C, xd + r0 * C, m, m_lo, r, w,
-                                              batch_stats, inv_count, rows, C, C);
-                });
-                return;
-            }
-            for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+            for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
                 const int64_t at = n0 * C * L;
-                batch_norm_dx_planes<Store>(d + at, t, t + C, over ? nullptr : dy + at, xd + at, m, m_lo, r, w,
-                                            batch_stats, inv_count, n1 - n0, C, L, C * L);
+                if (L == 1) {
+                    batch_norm_dx_flat<Store>(d + at, t, t + C, dy + at, xd + at, m, m_lo, r, w, batch_stats,
+                                              inv_count, n1 - n0, C, C);
+                } else {
+                    batch_norm_dx_planes<Store>(d + at, t, t + C, over ? nullptr : dy + at, xd + at, m, m_lo, r, w,
+                                                batch_stats, inv_count, n1 - n0, C, L, C * L);
+                }
             });
         };
-        all_sums();
         const float* t = s;
         Tensor global;
         if (sync) {
@@ -918,7 +869,6 @@ public:
         const int64_t L = H * W, P = L / 4;
         const Tensor sums = empty({2, C});  // per channel: sum of dy, sum of dy * xhat
         float* s = sums.data();
-        double* plane_sums = double_scratch(2 * N * C);
         const float inv_count = 1.0f / static_cast<float>(N * L);
         // Pointers taken once: Tensor::data() is an out-of-line call, and these loops visit every
         // (sample, channel) plane (the CNN's two blocks: 12,288 at batch 128; taken per plane, the
@@ -926,17 +876,22 @@ public:
         const float *m = mean.data(), *m_lo = mean_lo.data(), *r = rstd.data(), *w = data_or_null(weight);
         const float *dy = dout.data(), *xd = x.data();
         const auto plane = [&](int64_t c) { return PlaneNorm{m[c], m_lo[c], r[c], w ? w[c] : 1.0f, 0.0f}; };
-        for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
-            for (int64_t i = n0 * C; i < n1 * C; ++i) {
-                double& a = plane_sums[2 * i];
-                double& b = plane_sums[2 * i + 1];
-                a = b = 0.0;
-                plane_pool_sums(a, b, dy + i * P, choice + i * P, xd + i * L, plane(i % C), H, W);
+        // Each sample's sums ([N, 2, C], as batch_norm_block_sums's), added in sample order.
+        double* blocks = double_scratch(N * 2 * C);
+        for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
+            for (int64_t n = n0; n < n1; ++n) {
+                for (int64_t c = 0; c < C; ++c) {
+                    const int64_t i = n * C + c;
+                    double& a = blocks[n * 2 * C + c];
+                    double& b = blocks[n * 2 * C + C + c];
+                    a = b = 0.0;
+                    plane_pool_sums(a, b, dy + i * P, choice + i * P, xd + i * L, plane(c), H, W);
+                }
             }
         });
-        add_plane_sums(s, s + C, plane_sums, N, C);
+        add_block_sums(s, s + C, blocks, N, C);
         const auto dx_planes = [&]<class Store>(float* d) {
-            for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+            for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
                 for (int64_t i = n0 * C; i < n1 * C; ++i) {
                     const int64_t c = i % C;
                     const PlaneNorm p = plane(c);
@@ -979,24 +934,16 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
     }
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
                  bias = detail::contiguous_or_empty(bias_in);
-    // Per channel, in double: mean, biased variance (then 1 / sqrt(var + eps)), and scratch.
-    // Then for [N, C] each row block's (count, mean, m2) [blocks, 3, C], for images each plane's
-    // moments [N, C, 2].
-    double* mean_d = detail::double_scratch(3 * C + (L == 1 ? detail::flat_blocks(N) * 3 * C : 2 * N * C));
+    // Per channel, in double: mean and biased variance (then 1 / sqrt(var + eps)); then each
+    // block's (count, mean, m2) [n_blocks, 3, C] (see kFlatBlockRows).
+    const int64_t n_blocks = detail::stat_blocks(N, L);
+    double* mean_d = detail::double_scratch(2 * C + n_blocks * 3 * C);
     double* var_d = mean_d + C;
     double count = static_cast<double>(N * L);
     if (training) {
-        if (N * L > 0 && L == 1) {
-            double* blocks = mean_d + 3 * C;
-            detail::channel_stats_blocks(blocks, x.data(), N, C);
-            detail::merge_channel_stats(mean_d, var_d, blocks, static_cast<int>(detail::flat_blocks(N)), C);
-        } else if (N * L > 0) {
-            double* moments = mean_d + 3 * C;
-            const float* xd = x.data();
-            detail::for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
-                detail::plane_moments(moments, xd, n0, n1, C, L);
-            });
-            detail::merge_plane_moments(mean_d, var_d, var_d + C, moments, N, C, L);
+        if (N * L > 0) {
+            detail::channel_stats_blocks(mean_d + 2 * C, x.data(), N, C, L);
+            detail::merge_channel_stats(mean_d, var_d, mean_d + 2 * C, static_cast<int>(n_blocks), C);
         } else {
             std::fill_n(mean_d, 2 * C, 0.0);
         }
@@ -1050,7 +997,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
         const float *m = mean.data(), *m_lo = mean_lo.data(), *r = rstd.data();
         const float *w = detail::data_or_null(weight), *b = detail::data_or_null(bias), *xd = x.data();
         float* o = out.data();
-        detail::for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+        detail::for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
             for (int64_t n = n0; n < n1; ++n) {
                 for (int64_t c = 0; c < C; ++c) {
                     const int64_t i = n * C + c;
@@ -1066,17 +1013,16 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
         return out;
     }
     Tensor out = empty(x.shape());
-    if (N * L > 0 && L == 1) {
-        detail::for_each_flat_rows(N, C, [&](int64_t r, int64_t rows) {
-            detail::batch_norm_apply_flat(out.data() + r * C, x.data() + r * C, mean_d, rstd_d,
-                                          detail::data_or_null(weight), detail::data_or_null(bias), rows, C, C);
-        });
-    } else if (N * L > 0) {
-        detail::for_each_sample_chunk(N, C, L, [&](int64_t n0, int64_t n1) {
+    if (N * L > 0) {
+        detail::for_each_chunk(N, C * L, [&](int64_t n0, int64_t n1) {
             const int64_t at = n0 * C * L;
-            detail::batch_norm_apply_planes(out.data() + at, x.data() + at, mean.data(), mean_lo.data(), rstd.data(),
-                                            detail::data_or_null(weight), detail::data_or_null(bias), n1 - n0, C, L,
-                                            C * L);
+            const float *w = detail::data_or_null(weight), *b = detail::data_or_null(bias);
+            if (L == 1) {
+                detail::batch_norm_apply_flat(out.data() + at, x.data() + at, mean_d, rstd_d, w, b, n1 - n0, C, C);
+            } else {
+                detail::batch_norm_apply_planes(out.data() + at, x.data() + at, mean.data(), mean_lo.data(),
+                                                rstd.data(), w, b, n1 - n0, C, L, C * L);
+            }
         });
     }
     if (auto* node = detail::record<detail::NativeBatchNormBackward>(out, {x, weight, bias},
@@ -1123,7 +1069,7 @@ namespace {
 // ---- group_norm -------------------------------------------------------------------------------
 
 // Groups per chunk of group_norm's parallel loops: about 16k values, at least one group.
-int64_t group_grain(int64_t values_per_group) { return grain(values_per_group, 1); }
+int64_t group_grain(int64_t values_per_group) { return item_grain(values_per_group, 1); }
 // x: [N, C, L] is N * G groups ("rows") of Cg = C / G consecutive channels: Cg * L contiguous
 // values each, with per-channel weight and bias. A kernel gets `rows` consecutive groups starting
 // at group `first` (the channels of group r are (r % G) * Cg ...).

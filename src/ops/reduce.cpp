@@ -180,7 +180,7 @@ void sum_rows(float* out, const float* in, int64_t outer, int64_t R, double scal
         }
         return;
     }
-    parallel_for(outer, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
+    parallel_for(outer, item_grain(R), [&](int64_t b, int64_t e) {
         if (R == 0) {
             for (int64_t o = b; o < e; ++o) Store::put(out[o], 0.0f);
         } else if (!sum_rows_short<Store>(out + b, in + b * R, e - b, R, scale, std::make_integer_sequence<int, 16>{})) {
@@ -246,7 +246,7 @@ void sum_columns(float* out, const float* in, int64_t outer, int64_t R, int64_t 
         for (int64_t i = 0; i < n; ++i) Store::put(dst[i], static_cast<float>(tot[i] * scale));
     };
     if (items >= 2 * pool_threads() || R * inner <= 2 * kElementGrain) {
-        parallel_for(items, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(R * std::min(inner, kStrip), 1)),
+        parallel_for(items, item_grain(R * std::min(inner, kStrip)),
                      [&](int64_t b, int64_t e) {
                          for (int64_t item = b; item < e; ++item) {
                              int64_t o = 0, i0 = 0, n = 0;
@@ -356,7 +356,7 @@ void sum_dims(float* out, const Tensor& src, uint32_t mask, double scale) {
 // out: [outer, inner] = Σ_r in: [outer, R, inner] for int64 or bool elements, exactly, in int64.
 template <class T>
 void sum_integers(int64_t* out, const T* in, int64_t outer, int64_t R, int64_t inner) {
-    parallel_for(outer, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(R * inner, 1)), [&](int64_t b, int64_t e) {
+    parallel_for(outer, item_grain(R * inner), [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
             int64_t* __restrict d = out + o * inner;
             std::fill_n(d, inner, int64_t{0});
@@ -698,7 +698,7 @@ namespace {
 template <class Store, class Acc, class O, class T>
 void cumsum_kernel(O* out, const T* in, int64_t outer, int64_t R, int64_t inner, bool reverse) {
     const int64_t strips = (inner + kLanes - 1) / kLanes;
-    parallel_for(outer * strips, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(R * std::min<int64_t>(inner, kLanes), 1)),
+    parallel_for(outer * strips, item_grain(R * std::min<int64_t>(inner, kLanes)),
                  [&](int64_t b, int64_t e) {
                      for (int64_t item = b; item < e; ++item) {
                          const int64_t o = item / strips, i0 = (item % strips) * kLanes;

@@ -107,7 +107,7 @@ void reduce_lanes(const Op& op, const float* x, int64_t outer, int64_t R, int64_
     const int64_t work = outputs * std::max<int64_t>(R, 1);
     if (items >= 2 * threads || threads == 1 || work <= kElementGrain || R == 0) {
         // Enough outputs: threads split them.
-        parallel_for(items, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(R * std::min<int64_t>(inner, W), 1)),
+        parallel_for(items, item_grain(R * std::min<int64_t>(inner, W)),
                      [&](int64_t b, int64_t e) {
                          for (int64_t item = b; item < e; ++item) {
                              Acc acc;

@@ -28,7 +28,7 @@ struct TopkOrder {
 // R floats and R indices per chunk.
 void topk_forward(float* values, int64_t* indices, const float* x, int64_t outer, int64_t R, int64_t inner, int64_t k,
                   bool largest, float* scratch_v, int64_t* scratch_i) {
-    parallel_for_chunks(outer * inner, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(R, 1)),
+    parallel_for_chunks(outer * inner, item_grain(R),
                         [&](int c, int64_t b, int64_t e) {
                             float* v = scratch_v + c * R;
                             int64_t* order = scratch_i + c * R;
@@ -56,7 +56,7 @@ public:
         const int64_t* index = saved(0).data_ptr<int64_t>();
         const float* g = dy.data();
         float* d = dx.data();
-        parallel_for(outer * k, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+        parallel_for(outer * k, item_grain(inner), [&](int64_t b, int64_t e) {
             for (int64_t q = b; q < e; ++q) {
                 const int64_t o = q / std::max<int64_t>(k, 1);
                 for (int64_t i = 0; i < inner; ++i) d[(o * R + index[q * inner + i]) * inner + i] += g[q * inner + i];

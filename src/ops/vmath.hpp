@@ -252,12 +252,18 @@ NORMNET_VINLINE NormalTail normal_tail_times_2p64(float x) {
     return {r * g, g};
 }
 
-/// w Phi(x) (see normal_tail_times_2p64). The factor w is applied before the (possibly denormal)
-/// Gaussian, so x Phi(x) keeps full precision where Phi(x) alone would be denormal.
-NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
-    const float q = normal_tail_times_2p64(x).cdf;
-    constexpr float k2m64 = 0x1p-64f;
+inline constexpr float k2m64 = 0x1p-64f;
+
+/// w Phi(x) from q = Phi(-|x|) 2^64 (normal_tail_times_2p64's cdf). The factor w is applied
+/// before the (possibly denormal) Gaussian, so x Phi(x) keeps full precision where Phi(x) alone
+/// would be denormal.
+NORMNET_VINLINE float scaled_cdf_from_tail(float x, float w, float q) {
     return x < 0.0f ? (w * q) * k2m64 : w * madd(-q, k2m64, 1.0f);
+}
+
+/// w Phi(x) (see normal_tail_times_2p64 and scaled_cdf_from_tail).
+NORMNET_VINLINE float scaled_normal_cdf(float x, float w) {
+    return scaled_cdf_from_tail(x, w, normal_tail_times_2p64(x).cdf);
 }
 
 /// Phi(x), the standard normal CDF (for NaN: some number in [0, 1]).
@@ -282,9 +288,7 @@ NORMNET_VINLINE float gelu(float x) { return scaled_normal_cdf(x, x); }
 /// one exponential for both terms (computing them apart took two).
 NORMNET_VINLINE float gelu_grad(float x) {
     const NormalTail n = normal_tail_times_2p64(x);
-    constexpr float k2m64 = 0x1p-64f;
-    const float cdf = x < 0.0f ? n.cdf * k2m64 : madd(-n.cdf, k2m64, 1.0f);
-    return cdf + ((x * 0.398942280401432678f) * n.gauss) * k2m64;
+    return scaled_cdf_from_tail(x, 1.0f, n.cdf) + ((x * 0.398942280401432678f) * n.gauss) * k2m64;
 }
 
 /// sqrt(2 / pi) and the cubic coefficient of GELU's tanh approximation.
