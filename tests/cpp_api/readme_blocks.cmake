@@ -1,6 +1,11 @@
-# extract_readme_blocks(<readme> <out_dir> <programs_var>): turns the fenced code blocks of a
-# Markdown file into a CMake project in <out_dir> that builds every C++ block against
-# find_package(normnet), so the README's code is compiled by a test and cannot rot.
+# extract_readme_blocks(<markdown> <out_dir> <programs_var> [PREFIX <p>] [ALLOW_NONE]): turns the
+# fenced code blocks of a Markdown file (the README, a guide of docs/) into a CMake project in
+# <out_dir> that builds every C++ block against find_package(normnet), so the code of the docs is
+# compiled by a test and cannot rot. Targets are named <p>block_<n> (PREFIX, default readme_);
+# without ALLOW_NONE a file with no C++ block is an error (the README must have some).
+#
+# docs_blocks(<docs_dir> <out_dir> <programs_var>): the same for every Markdown file under
+# <docs_dir>, each a subproject of one project in <out_dir> (one configure for all of them).
 #
 #   - A block preceded by the line `<!-- file: NAME -->` is written to <out_dir>/project/NAME:
 #     together they form the user's project of the README (its CMakeLists.txt and main.cpp), built
@@ -30,7 +35,7 @@ endfunction()
 # Fails unless every line of `body` appears in `path`, in the same order.
 function(check_excerpt body path)
   if(NOT EXISTS ${path})
-    message(FATAL_ERROR "README excerpt of ${path}: no such file")
+    message(FATAL_ERROR "excerpt of ${path}: no such file")
   endif()
   file(READ ${path} source)
   normalised_lines("${body}" quoted)
@@ -49,12 +54,17 @@ function(check_excerpt body path)
     endwhile()
     if(NOT found)
       string(REPLACE "<semicolon>" ";" q "${q}")
-      message(FATAL_ERROR "README excerpt of ${path}: this line is not in the file (or out of order):\n  ${q}")
+      message(FATAL_ERROR "excerpt of ${path}: this line is not in the file (or out of order):\n  ${q}")
     endif()
   endforeach()
 endfunction()
 
 function(extract_readme_blocks readme out_dir programs_var)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "ALLOW_NONE" "PREFIX" "")
+  if(NOT DEFINED arg_PREFIX)
+    set(arg_PREFIX readme_)
+  endif()
+  get_filename_component(doc_name ${readme} NAME)
   file(READ ${readme} text)
   file(REMOVE_RECURSE ${out_dir})
   file(MAKE_DIRECTORY ${out_dir}/project)
@@ -97,14 +107,14 @@ function(extract_readme_blocks readme out_dir programs_var)
     if("${before}" MATCHES "<!-- excerpt: ([A-Za-z0-9_./+-]+) -->[ \t]*$")
       get_filename_component(root ${readme} DIRECTORY)
       check_excerpt("${body}" ${root}/${CMAKE_MATCH_1})
-      message("README block ${count} (```${info}): an excerpt of ${CMAKE_MATCH_1}, checked")
+      message("${doc_name} block ${count} (```${info}): an excerpt of ${CMAKE_MATCH_1}, checked")
     elseif("${before}" MATCHES "<!-- file: ([A-Za-z0-9_.+-]+) -->[ \t]*$")
       set(name "${CMAKE_MATCH_1}")
-      message("README block ${count} (```${info}) -> project/${name}")
+      message("${doc_name} block ${count} (```${info}) -> project/${name}")
       file(WRITE ${out_dir}/project/${name} "${body}")
     elseif(lang STREQUAL "cpp")
-      set(target readme_block_${count})
-      message("README block ${count} (```${info}) -> ${target}.cpp")
+      set(target ${arg_PREFIX}block_${count})
+      message("${doc_name} block ${count} (```${info}) -> ${target}.cpp")
       file(WRITE ${out_dir}/${target}.cpp "${body}")
       if("${body}" MATCHES "int[ \t\n]+main[ \t]*\\(")
         string(APPEND targets "add_executable(${target} ${target}.cpp)\n")
@@ -115,11 +125,11 @@ function(extract_readme_blocks readme out_dir programs_var)
       string(APPEND targets "target_link_libraries(${target} PRIVATE normnet::normnet)\n"
                             "target_compile_options(${target} PRIVATE -Wall -Wextra)\n")
     else()
-      message("README block ${count} (```${info}): not compiled")
+      message("${doc_name} block ${count} (```${info}): not compiled")
     endif()
   endwhile()
 
-  if(cpp_blocks EQUAL 0)
+  if(cpp_blocks EQUAL 0 AND NOT arg_ALLOW_NONE)
     message(FATAL_ERROR "${readme}: no ```cpp blocks found")
   endif()
   string(CONCAT top "cmake_minimum_required(VERSION 3.25)\nproject(readme_blocks LANGUAGES CXX)\n"
@@ -140,4 +150,26 @@ function(extract_readme_blocks readme out_dir programs_var)
   endif()
   file(WRITE ${out_dir}/CMakeLists.txt "${top}${targets}")
   set(${programs_var} ${programs} PARENT_SCOPE)
+endfunction()
+
+function(docs_blocks docs_dir out_dir programs_var)
+  file(GLOB_RECURSE docs RELATIVE ${docs_dir} ${docs_dir}/*.md)
+  list(SORT docs)
+  file(REMOVE_RECURSE ${out_dir})
+  set(top "cmake_minimum_required(VERSION 3.25)\nproject(docs_blocks LANGUAGES CXX)\nfind_package(normnet REQUIRED)\n")
+  set(all "")
+  foreach(doc ${docs})
+    string(REGEX REPLACE "[^A-Za-z0-9]" "_" id "${doc}")
+    string(REGEX REPLACE "_md$" "" id "${id}")
+    extract_readme_blocks(${docs_dir}/${doc} ${out_dir}/${id} programs PREFIX ${id}_ ALLOW_NONE)
+    file(STRINGS ${out_dir}/${id}/CMakeLists.txt targets REGEX "^add_(executable|library)")
+    if(targets OR EXISTS ${out_dir}/${id}/project/CMakeLists.txt)
+      string(APPEND top "add_subdirectory(${id})\n")
+      foreach(program ${programs})
+        list(APPEND all ${id}/${program})
+      endforeach()
+    endif()
+  endforeach()
+  file(WRITE ${out_dir}/CMakeLists.txt "${top}")
+  set(${programs_var} ${all} PARENT_SCOPE)
 endfunction()

@@ -5,8 +5,9 @@
 #              CMAKE_PREFIX_PATH=PREFIX, i.e. through find_package(normnet)
 #   pkgconfig  compile SOURCE/main.cpp with the flags of `pkg-config normnet` and run it
 #   readme     extract the code blocks of README, build them against PREFIX and run the programs
+#   docs       the same for every Markdown file under DOCS (docs/), in one project
 # Other inputs: WORK (a scratch folder, emptied first), CONFIG, GENERATOR, MAKE_PROGRAM, CXX,
-# PKG_CONFIG, README, EXTRA_FLAGS (compile and link flags for everything built, e.g. sanitizers).
+# PKG_CONFIG, README, DOCS, EXTRA_FLAGS (compile and link flags for everything built, e.g. sanitizers).
 cmake_minimum_required(VERSION 3.25)
 
 function(run what)
@@ -101,6 +102,15 @@ elseif(STEP STREQUAL "readme")
   set(RUN_OPTIONS WORKING_DIRECTORY ${WORK} TIMEOUT 60)
   foreach(program ${programs})
     run("running README program ${program}" ${WORK}/build/${program})
+  endforeach()
+
+elseif(STEP STREQUAL "docs")
+  include(${CMAKE_CURRENT_LIST_DIR}/readme_blocks.cmake)
+  docs_blocks(${DOCS} ${WORK}/src programs)
+  build_project(${WORK}/src ${WORK}/build)
+  set(RUN_OPTIONS WORKING_DIRECTORY ${WORK} TIMEOUT 60)
+  foreach(program ${programs})
+    run("running docs program ${program}" ${WORK}/build/${program})
   endforeach()
 
 else()
