@@ -60,9 +60,15 @@ def job(name, blocks, about):
 # ------------------------------------------------------------------------------------- running
 
 class Context:
-    def __init__(self, build, quick, scratch):
-        self.build, self.quick, self.scratch = build, quick, scratch
+    def __init__(self, build, quick, scratch, threads=None):
+        self.build, self.quick, self.scratch, self.threads = build, quick, scratch, threads
         self.normnet = build / "apps" / "normnet" / "normnet"
+
+    def training(self, command):
+        """A training command (train, lm train, compare) with --threads N appended when asked: the
+        thread count changes only the order of some sums, and one thread keeps its speed on a
+        machine shared with other jobs."""
+        return command + (f" --threads {self.threads}" if self.threads else "")
 
     def argv(self, command):
         """The command as run: `normnet` is the build's program, run_peers gets --build."""
@@ -154,7 +160,7 @@ def recipe_job(model):
 
     @job(f"recipe-{model}", blocks, f"the default recipe of the {what}: its whole output; then the README's headline table")
     def run(ctx):
-        cmd = quick if ctx.quick else command
+        cmd = ctx.training(quick if ctx.quick else command)
         out, seconds, rss = ctx.run(cmd)
         folder = run_folder(out)
         blocks = {f"recipe-{model}": f"{text_block(cmd, out)}\n\n{duration(seconds)} wall time, {rss:.0f} MB peak RSS. "
@@ -309,7 +315,7 @@ def sections_of(report, wanted, folder, doc):
 COMPARE = {  # job -> (document, folder under docs/experiments, command, quick command, sections)
     "compare-mlp": ("normalisation-and-batch-size.md", "mlp-batch-size", "normnet compare",
                     "normnet compare --limit 1000 --epochs 1 --batch-sizes 16,64",
-                    ["Final test accuracy", "Train/eval discrepancy", "Seconds per training epoch"]),
+                    ["Final test accuracy", "Train/eval discrepancy", "Charts"]),
     "compare-cnn": ("wu-he-batch-size.md", "wu-he-batch-size",
                     "normnet compare --model cnn --norms batch,group,layer,instance,none --batch-sizes 2,4,8,16,32 "
                     "--lr-scaling linear --limit 10000 --epochs 3",
@@ -340,9 +346,9 @@ def compare_job(name):
                        f"sections pasted into docs/experiments/{doc}")
     def run(ctx):
         out_dir = (ctx.scratch / folder) if ctx.quick else (EXPERIMENTS / folder)
-        cmd = (quick if ctx.quick else command)
-        shown = cmd + f" --out {os.path.relpath(out_dir, ROOT)}"
-        _, seconds, rss = ctx.run(shown + " --overwrite")
+        cmd = ctx.training(quick if ctx.quick else command)
+        shown = cmd + f" --out {os.path.relpath(out_dir, ROOT)} --overwrite"
+        _, seconds, rss = ctx.run(shown)
         stamp = provenance(name)
         report = out_dir / "report.md"
         report.write_text(report.read_text(encoding="utf-8").rstrip("\n") + f"\n\n{stamp}\n", encoding="utf-8")
@@ -372,17 +378,67 @@ def dist_scaling(ctx):
 
 # ------------------------------------------------------------------------------- the test suite
 
-@job("suite", ["suite"], "`ctest --test-dir build -j2`: the whole suite's count and time per label")
+SUITE_PARTS = {  # test-name prefix -> what that part of the suite is
+    "cpp_api": "the library from outside: headers, install, consumers, the docs' C++ blocks",
+    "dist": "several processes under mpirun",
+    "peers": "the libtorch and PyTorch peers",
+    "example": "the example programs",
+    "interop": "PyTorch loads normnet checkpoints",
+    "alloc": "no allocation after the first step",
+    "microbench": "the micro-benchmarks, one short run",
+    "docs": "the documentation checks",
+}
+TEST_LINE = re.compile(r"Test +#\d+: (.+?) \.+\s*(?:\*+)?(\w[\w ]*?)\s+([\d.]+) sec")
+
+
+@job("suite", ["suite"], "`ctest --test-dir build -j2`: the whole suite, its tests and seconds per part")
 def suite(ctx):
     cmd = f"ctest --test-dir {ctx.build} -j2" + (" -L docs" if ctx.quick else "")
+    log(f"$ {cmd}")
     start = time.monotonic()
     res = subprocess.run(shlex.split(cmd), cwd=ROOT, capture_output=True, text=True)
     seconds = time.monotonic() - start
-    lines = res.stdout.splitlines()
-    first = next((i for i, line in enumerate(lines) if "tests passed" in line), len(lines))
-    summary = "\n".join(line for line in lines[first:] if line.strip() and not line.startswith("The following"))
+    parts = {}  # part -> [tests, passed, skipped, seconds]
+    for name, status, secs in TEST_LINE.findall(res.stdout):
+        prefix = re.split(r"[:.]", name, 1)[0]
+        part = prefix if prefix in SUITE_PARTS else "unit"
+        p = parts.setdefault(part, [0, 0, 0, 0.0])
+        p[0] += 1
+        p[1] += status == "Passed"
+        p[2] += "Skipped" in status or "Not Run" in status
+        p[3] += float(secs)
+    rows = ["| part | tests | passed | skipped | seconds (sum over its tests) |", "|---|---:|---:|---:|---:|"]
+    for part, (n, passed, skipped, secs) in sorted(parts.items(), key=lambda kv: -kv[1][3]):
+        what = SUITE_PARTS.get(part, "the Catch2 cases: ops, modules, optimizers, data, the command line, crashes")
+        rows.append(f"| {what} | {n} | {passed} | {skipped} | {secs:.0f} |")
+    summary = next((line for line in res.stdout.splitlines() if "tests passed" in line), "?")
     shown = cmd.replace(str(ctx.build), os.path.relpath(ctx.build, ROOT))
-    return {"suite": f"{text_block(shown, summary)}\n\n{duration(seconds)} wall time. {provenance('suite')}"}
+    return {"suite": f"```sh\n{shown}\n```\n\n" + "\n".join(rows) +
+                     f"\n\n{summary}; {duration(seconds)} wall time on 2 parallel jobs. {provenance('suite')}"}
+
+
+@job("ci", ["ci"], "`.ci/run` in a fresh clone of HEAD: the time of each stage (about an hour)")
+def ci(ctx):
+    clone = ctx.scratch / "fresh"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    cmd = ".ci/run" + (" # --quick: NORMNET_FUZZ_SECONDS=1" if ctx.quick else "")
+    env = dict(os.environ, NORMNET_FUZZ_SECONDS="1" if ctx.quick else os.environ.get("NORMNET_FUZZ_SECONDS", "20"))
+    log(f"$ {cmd}   (in {clone})")
+    start = last = time.monotonic()
+    stages, stage = [], "start"
+    proc = subprocess.Popen([str(clone / ".ci" / "run")], cwd=clone, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for line in proc.stdout:
+        if line.startswith("== "):
+            now = time.monotonic()
+            stages.append((stage, now - last))
+            stage, last = line[3:].strip(), now
+    stages.append((stage, time.monotonic() - last))
+    if proc.wait() != 0:
+        raise SystemExit(f"generate: .ci/run failed with exit status {proc.returncode} (in {clone})")
+    rows = ["| stage | time |", "|---|---:|"] + [f"| {name} | {duration(t)} |" for name, t in stages if name != "start"]
+    return {"ci": f"```sh\n{cmd}\n```\n\n" + "\n".join(rows) +
+                  f"\n\n{duration(time.monotonic() - start)} in all. {provenance('ci')}"}
 
 
 BLOCKS = {block: name for name, j in JOBS.items() for block in j.blocks}
@@ -421,6 +477,9 @@ def main():
     p.add_argument("--list", action="store_true", help="list the jobs, their blocks and commands")
     p.add_argument("--quick", action="store_true", help="tiny settings, print the blocks, write nothing")
     p.add_argument("--build", type=pathlib.Path, default=ROOT / "build")
+    p.add_argument("--threads", type=int, help="append --threads N to the training commands (recipes, compare): "
+                   "on a shared machine one thread keeps its pace; their results then differ from the "
+                   "default thread count's in the last bits")
     a = p.parse_args()
     if a.list:
         for j in JOBS.values():
@@ -434,7 +493,7 @@ def main():
     if not (build / "apps" / "normnet" / "normnet").exists():
         p.error(f"{build}/apps/normnet/normnet not found: cmake --build {a.build} --target normnet_app")
     with tempfile.TemporaryDirectory(prefix="normnet-docs-") as scratch:
-        ctx = Context(build, a.quick, pathlib.Path(scratch))
+        ctx = Context(build, a.quick, pathlib.Path(scratch), a.threads)
         for name in names:
             blocks = JOBS[name].run(ctx)
             if a.quick:

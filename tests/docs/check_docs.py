@@ -7,6 +7,7 @@ under a second.
     check_docs.py options   --root SRC --normnet BIN
     check_docs.py shell     --root SRC --normnet BIN
     check_docs.py generated --root SRC [--normnet BIN]
+    check_docs.py history   --root SRC
 
 links      every relative link or image of every Markdown file (README.md, docs/, apps/, data/,
            tests/) names a file that exists; a #fragment into a Markdown file names one of its
@@ -17,6 +18,8 @@ options    every option that `normnet [SUB ...] --help` lists appears in docs/cl
 shell      every command line of a ```sh / ```bash / ```console block, every `$ ...` line of any
            block and every inline code span starting with `normnet ` that runs normnet uses only
            subcommands and options that its --help lists.
+history    README.md has at most 400 lines, and no prose line of README.md or of a guide in docs/
+           carries a date outside a generated block (history belongs in git).
 generated  every <!-- generated: BLOCK --> is closed by <!-- end: BLOCK --> and names a block of
            docs/generate.py, the program that rewrites it; with --normnet, every command that
            program runs uses options that exist.
@@ -354,9 +357,39 @@ def check_generated(root, normnet):
     return problems
 
 
+# ------------------------------------------------------------------------------- no diaries
+
+README_LINES = 400
+DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+
+
+def check_history(root):
+    """The README stays a front door (at most 400 lines), and neither it nor a guide carries dated
+    prose: measurement history belongs in git. Dates may appear only inside generated blocks (whose
+    provenance line names the machine and the date) and in the generated reports of docs/experiments/*/."""
+    problems = []
+    readme = root / "README.md"
+    n = len(readme.read_text(encoding="utf-8").splitlines())
+    if n > README_LINES:
+        problems.append(f"README.md: {n} lines, more than {README_LINES}: move the detail into a guide of docs/")
+    guides = [readme] + [p for p in sorted((root / "docs").rglob("*.md")) if p.parent.parent != root / "docs" / "experiments"]
+    for md in guides:
+        generated = False
+        for kind, _, first, lines in split_blocks(md.read_text(encoding="utf-8")):
+            for k, line in enumerate(lines, first):
+                if GENERATED.search(line):
+                    generated = True
+                elif END.search(line):
+                    generated = False
+                elif kind == "text" and not generated and DATE.search(without_inline_code(line)):
+                    problems.append(f"{md.relative_to(root)}:{k}: a dated line outside a generated block: "
+                                    "history goes in commit messages, figures in generated blocks")
+    return problems
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("check", choices=["links", "options", "shell", "generated"])
+    p.add_argument("check", choices=["links", "options", "shell", "generated", "history"])
     p.add_argument("--root", type=pathlib.Path, default=pathlib.Path(__file__).resolve().parents[2])
     p.add_argument("--normnet", help="the normnet program (options, shell; generated: also check its commands)")
     a = p.parse_args()
@@ -366,7 +399,8 @@ def main():
     problems = {"links": lambda: check_links(root),
                 "options": lambda: check_options(root, a.normnet),
                 "shell": lambda: check_shell(root, a.normnet),
-                "generated": lambda: check_generated(root, a.normnet)}[a.check]()
+                "generated": lambda: check_generated(root, a.normnet),
+                "history": lambda: check_history(root)}[a.check]()
     for line in problems:
         print(line)
     print(f"check_docs {a.check}: {len(problems)} problem(s) in {len(markdown_files(root))} Markdown files")
