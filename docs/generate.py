@@ -141,6 +141,33 @@ def quickstart(ctx):
             "tour-eval": f"{text_block(evaluate, eval_out)}\n\n{provenance('quickstart')}"}
 
 
+def readme_line(marker):
+    """The command line after `<!-- MARKER -->` and its ```sh fence in README.md (as .ci/run reads it)."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    return lines[lines.index(f"<!-- {marker} -->") + 2]
+
+
+@job("quickstart-times", ["quickstart-times"],
+     "both Quick start lines, timed in a fresh clone of HEAD (the second builds and tests everything)")
+def quickstart_times(ctx):
+    times = {}
+    for marker in ("quickstart-main", "quickstart-test"):
+        clone = ctx.scratch / marker  # each line in its own fresh clone
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        line = readme_line(marker)
+        if ctx.quick:  # the same line, stopped after the packages and the data
+            line = line.split(" && cmake ")[0]
+        log(f"$ {line}   (in {clone})")
+        start = time.monotonic()
+        res = subprocess.run(["bash", "-c", f"set -euo pipefail; {line}"], cwd=clone, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise SystemExit(f"generate: the {marker} line failed ({res.returncode}) in {clone}:\n{res.stderr[-2000:]}")
+        times[marker] = time.monotonic() - start
+    return {"quickstart-times": f"Each in its own fresh clone, with the packages already installed, the first line "
+                                f"took **{duration(times['quickstart-main'])}** and the second "
+                                f"**{duration(times['quickstart-test'])}**. {provenance('quickstart-times')}"}
+
+
 # ------------------------------------------------------------------------------ default recipes
 
 RECIPES = {  # block -> (what the model is, the default command, a quick command)
@@ -248,7 +275,7 @@ def block_text(name, files):
     """The current text of a generated block (the first file that has it), or None."""
     for md in files:
         m = re.search(rf"<!-- generated: {name} -->\n(.*?)<!-- end: {name} -->", md.read_text(encoding="utf-8"), re.S)
-        if m and "not generated yet" not in m.group(1):
+        if m and "not generated yet" not in m.group(1).lower():
             return m.group(1)
     return None
 
@@ -276,14 +303,15 @@ def headline(files):
             m = re.search(r"^final (test accuracy [\d.]+%|val loss [\d.]+ nats \([\d.]+ bits/char\))", recipe, re.M)
             result = m.group(1) if m else "?"
             dates += re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC; commit (\S+?)\.\*", recipe)
-        speed = rss = "not generated yet"
+        speed = rss = "not generated yet" if model in PEERS else "no peer"
         if peers:
             per_batch = table_rows(peers)
             speed = ", ".join(f"{r['speed-up vs libtorch']} (batch {r['batch']})" for r in per_batch)
             rss = ", ".join(" / ".join(r["peak RSS MB normnet / libtorch / PyTorch"].split(" / ")[:2]) + " MB"
                             for r in per_batch)
             dates += re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC; commit (\S+?)\.\*", peers)
-        rows.append(f"| {what} | `{command}` | {result} | {speed} | {rss} | `{PEERS[model][0]}` |")
+        measured = f"`{PEERS[model][0]}`" if model in PEERS else "—"
+        rows.append(f"| {what} | `{command}` | {result} | {speed} | {rss} | {measured} |")
     span = f"measured {min(d for d, _ in dates)} to {max(d for d, _ in dates)} UTC" if dates else "not measured yet"
     return ("\n".join(rows) + "\n\n*Assembled by `python3 docs/generate.py` from the recipe-* blocks of "
             "[docs/experiments/recipes.md](docs/experiments/recipes.md) and the peers-* blocks of "
