@@ -60,8 +60,9 @@ def job(name, blocks, about):
 # ------------------------------------------------------------------------------------- running
 
 class Context:
-    def __init__(self, build, quick, scratch, threads=None):
+    def __init__(self, build, quick, scratch, threads=None, render_only=False):
         self.build, self.quick, self.scratch, self.threads = build, quick, scratch, threads
+        self.render_only = render_only  # compare jobs: re-render the blocks from the reports, run nothing
         self.normnet = build / "apps" / "normnet" / "normnet"
 
     def training(self, command):
@@ -300,6 +301,8 @@ def headline(files):
         recipe, peers = block_text(f"recipe-{model}", files), block_text(f"peers-{model}", files)
         result = "not generated yet"
         if recipe:
+            ran = re.search(r"^\$ (normnet .*)$", recipe, re.M)
+            command = ran.group(1) if ran else command
             m = re.search(r"^final (test accuracy [\d.]+%|val loss [\d.]+ nats \([\d.]+ bits/char\))", recipe, re.M)
             result = m.group(1) if m else "?"
             dates += re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC; commit (\S+?)\.\*", recipe)
@@ -312,7 +315,8 @@ def headline(files):
             dates += re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC; commit (\S+?)\.\*", peers)
         measured = f"`{PEERS[model][0]}`" if model in PEERS else "—"
         rows.append(f"| {what} | `{command}` | {result} | {speed} | {rss} | {measured} |")
-    span = f"measured {min(d for d, _ in dates)} to {max(d for d, _ in dates)} UTC" if dates else "not measured yet"
+    first, last = (min(d for d, _ in dates), max(d for d, _ in dates)) if dates else (None, None)
+    span = "not measured yet" if not dates else f"measured {first} UTC" if first == last else f"measured {first} to {last} UTC"
     return ("\n".join(rows) + "\n\n*Assembled by `python3 docs/generate.py` from the recipe-* blocks of "
             "[docs/experiments/recipes.md](docs/experiments/recipes.md) and the peers-* blocks of "
             f"[docs/performance.md](docs/performance.md) ({span}); each of those blocks names its machine.*")
@@ -352,12 +356,12 @@ COMPARE = {  # job -> (document, folder under docs/experiments, command, quick c
     "compare-lstm": ("sequence-models.md", "sequence-lstm",
                      "normnet compare --model lstm --norms layer,none --batch-sizes 32,128 --epochs 2 --limit 2000",
                      "normnet compare --model lstm --norms layer,none --batch-sizes 32 --epochs 1 --limit 200",
-                     ["Final test accuracy", "What this run shows"]),
+                     ["Final test accuracy", "What this run shows against"]),
     "compare-vit": ("sequence-models.md", "sequence-vit",
                     "normnet compare --model vit --norms layer,rms,batch,none --norm-placement pre,post --batch-sizes 64 "
                     "--epochs 2 --limit 2000",
                     "normnet compare --model vit --norms layer,batch --norm-placement pre,post --batch-sizes 64 --epochs 1 --limit 200",
-                    ["Final test accuracy", "What this run shows"]),
+                    ["Final test accuracy", "What this run shows against"]),
     "compare-lm": ("sequence-models.md", "sequence-lm",
                    "normnet compare --model lm --norms layer,rms,batch,none --norm-placement pre,post --batch-sizes 8,32 "
                    "--steps 300 --eval-every 100 --context 64 --d-model 64 --layers 2 --heads 2 --warmup 0 --lr 1e-3",
@@ -367,6 +371,17 @@ COMPARE = {  # job -> (document, folder under docs/experiments, command, quick c
 }
 
 
+def render_compare(name, out_dir):
+    """The block of a compare job, from its report.md (whose last line is the generator's stamp)."""
+    doc, folder, _, _, wanted = COMPARE[name]
+    report = (out_dir / "report.md").read_text(encoding="utf-8")
+    stamp = report.rstrip().splitlines()[-1]
+    shown = re.search(r"## Command and config\n\n```\n(.*?)\n```", report, re.S).group(1)
+    body = sections_of(report, wanted, out_dir, EXPERIMENTS / doc)
+    return (f"```sh\n{shown}\n```\n\n{body}\n\nThe whole report, with its CSV files: "
+            f"[{folder}/report.md]({os.path.relpath(out_dir / 'report.md', EXPERIMENTS)}). {stamp}")
+
+
 def compare_job(name):
     doc, folder, command, quick, wanted = COMPARE[name]
 
@@ -374,16 +389,14 @@ def compare_job(name):
                        f"sections pasted into docs/experiments/{doc}")
     def run(ctx):
         out_dir = (ctx.scratch / folder) if ctx.quick else (EXPERIMENTS / folder)
-        cmd = ctx.training(quick if ctx.quick else command)
-        shown = cmd + f" --out {os.path.relpath(out_dir, ROOT)} --overwrite"
-        _, seconds, rss = ctx.run(shown)
-        stamp = provenance(name)
-        report = out_dir / "report.md"
-        report.write_text(report.read_text(encoding="utf-8").rstrip("\n") + f"\n\n{stamp}\n", encoding="utf-8")
-        body = sections_of(report.read_text(encoding="utf-8"), wanted, out_dir, EXPERIMENTS / doc)
-        return {name: f"```sh\n{shown}\n```\n\n{body}\n\nThe whole report: "
-                      f"[{folder}/report.md]({os.path.relpath(report, EXPERIMENTS)}). {duration(seconds)} wall time, "
-                      f"{rss:.0f} MB peak RSS. {stamp}"}
+        if not ctx.render_only:
+            cmd = ctx.training(quick if ctx.quick else command)
+            _, seconds, rss = ctx.run(cmd + f" --out {os.path.relpath(out_dir, ROOT)} --overwrite")
+            report = out_dir / "report.md"
+            report.write_text(report.read_text(encoding="utf-8").rstrip("\n") +
+                              f"\n\n{duration(seconds)} wall time, {rss:.0f} MB peak RSS. {provenance(name)}\n",
+                              encoding="utf-8")
+        return {name: render_compare(name, out_dir)}
     return run
 
 
@@ -504,6 +517,8 @@ def main():
     p.add_argument("--all", action="store_true", help="run every job")
     p.add_argument("--list", action="store_true", help="list the jobs, their blocks and commands")
     p.add_argument("--quick", action="store_true", help="tiny settings, print the blocks, write nothing")
+    p.add_argument("--render-only", action="store_true",
+                   help="compare jobs: rewrite their blocks from the reports already in docs/experiments/, run nothing")
     p.add_argument("--build", type=pathlib.Path, default=ROOT / "build")
     p.add_argument("--threads", type=int, help="append --threads N to the training commands (recipes, compare): "
                    "on a shared machine one thread keeps its pace; their results then differ from the "
@@ -521,7 +536,7 @@ def main():
     if not (build / "apps" / "normnet" / "normnet").exists():
         p.error(f"{build}/apps/normnet/normnet not found: cmake --build {a.build} --target normnet_app")
     with tempfile.TemporaryDirectory(prefix="normnet-docs-") as scratch:
-        ctx = Context(build, a.quick, pathlib.Path(scratch), a.threads)
+        ctx = Context(build, a.quick, pathlib.Path(scratch), a.threads, a.render_only)
         for name in names:
             blocks = JOBS[name].run(ctx)
             if a.quick:
