@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "golden_cases.hpp"
 #include "op_test_helpers.hpp"
 
 using namespace normnet;
@@ -82,6 +83,29 @@ TEST_CASE("sum and mean match PyTorch, for float32, int64 and bool inputs", "[op
     CHECK(m.dtype() == kFloat32);
     require_close(m, g.at("mean_bool.y"), 1e-7, "mean_bool");
     require_close(g.at("mean_int.x").to(kInt64).mean({0}), g.at("mean_int.y"), 1e-7, "mean_int");
+}
+
+TEST_CASE("reductions over dims split by kept ones around size-1 dims, and to empty outputs, match PyTorch",
+          "[ops][reduce]") {
+    using nlohmann::json;
+    using In = const std::vector<Tensor>&;
+    using A = const json&;
+    const auto dims = [](const json& a) { return Dims(a.at("dims").get<std::vector<int64_t>>()); };
+    const auto keep = [](const json& a) { return a.at("keepdim").get<bool>(); };
+    const std::map<std::string, test::GoldenOp> ops = {
+        {"sum", [=](In in, A a) { return sum(in[0], dims(a), keep(a)); }},
+        {"mean", [=](In in, A a) { return mean(in[0], dims(a), keep(a)); }},
+        {"amax", [=](In in, A a) { return amax(in[0], dims(a), keep(a)); }},
+        {"amin", [=](In in, A a) { return amin(in[0], dims(a), keep(a)); }},
+        {"var", [=](In in, A a) { return var(in[0], dims(a), test::arg(a, "correction"), keep(a)); }},
+        {"std", [=](In in, A a) { return normnet::std(in[0], dims(a), test::arg(a, "correction"), keep(a)); }},
+        {"logsumexp", [=](In in, A a) { return logsumexp(in[0], dims(a), keep(a)); }},
+        {"norm", [=](In in, A a) { return norm(in[0], test::arg(a, "p"), dims(a), keep(a)); }},
+        {"max_dim", [=](In in, A a) { return std::get<0>(max(in[0], a.at("dim").get<int64_t>(), keep(a))); }},
+        {"min_dim", [=](In in, A a) { return std::get<0>(min(in[0], a.at("dim").get<int64_t>(), keep(a))); }},
+        {"add", [](In in, A) { return add(in[0], in[1]); }},
+    };
+    CHECK(test::run_golden_cases("reduce_dims.safetensors", ops) == 141);
 }
 
 TEST_CASE("sum over rows and columns of every kernel shape matches a double reference", "[ops][reduce]") {

@@ -80,16 +80,18 @@ Grouped group_dims(const Tensor& x_in, uint32_t mask, bool keepdim) {
         m = ((1u << nd) - 1u) & ~((1u << kept) - 1u);
     }
     g.x = x.contiguous();
+    // The block is found in the (possibly permuted) layout of g.x, whose sizes are not x_in's.
+    const Shape& sizes = g.x.shape();
     int first = nd, last = -1;
     for (int d = 0; d < nd; ++d) {
-        if (((m >> d) & 1u) && shape[d] != 1) first = std::min(first, d), last = d;
+        if (((m >> d) & 1u) && sizes[d] != 1) first = std::min(first, d), last = d;
     }
     if (last < 0) {  // nothing but size-1 dims reduced: each element is its own output
         g.outer = x.numel();
         return g;
     }
     for (int d = 0; d < nd; ++d) {
-        const int64_t size = g.x.shape()[d];
+        const int64_t size = sizes[d];
         if (d < first) {
             g.outer *= size;
         } else if (d > last) {
@@ -315,6 +317,16 @@ Runs runs_of(const Shape& shape, uint32_t mask) {
 template <class Store>
 void sum_dims(float* out, const Tensor& src, uint32_t mask, double scale) {
     Runs runs = runs_of(src.shape(), mask);
+    int64_t outputs = 1;
+    for (int i = 0; i < runs.n; ++i) {
+        if (!runs.at[static_cast<size_t>(i)].reduced) outputs *= runs.at[static_cast<size_t>(i)].size;
+    }
+    if (outputs == 0) return;  // an empty output
+    if (src.numel() == 0) {    // an empty reduced dimension: every output is a sum of nothing
+        for (int64_t i = 0; i < outputs; ++i) Store::put(out[i], 0.0f);
+        return;
+    }
+    // From here every size is at least 1.
     Tensor current = src;
     for (;;) {
         int j = -1;  // the innermost reduced run
@@ -326,7 +338,6 @@ void sum_dims(float* out, const Tensor& src, uint32_t mask, double scale) {
         for (int i = 0; i < j; ++i) outer *= runs.at[static_cast<size_t>(i)].size;
         for (int i = j + 1; i < runs.n; ++i) inner *= runs.at[static_cast<size_t>(i)].size;
         const int64_t R = j < 0 ? 1 : runs.at[static_cast<size_t>(j)].size;
-        if (current.numel() == 0 && R != 0) return;  // an empty output
         const bool last = reduced_runs <= 1;
         Tensor next = last ? Tensor() : empty({outer * inner});
         float* dst = last ? out : next.data();

@@ -222,10 +222,11 @@ ExtremeOp<kMax, F, Fin> extreme_op(F f, Fin fin) {
 /// a reduction, given each element, its output and its position along the reduced elements.
 template <class Store, class F>
 void map_reduced(float* dx, const float* x, int64_t outer, int64_t R, int64_t inner, F&& f) {
+    if (outer * R * inner == 0) return;  // no elements (and inner or R may be 0, a divisor below)
     if (inner == 1) {
         parallel_for(outer * R, kElementGrain, [&](int64_t b, int64_t e) {
             for (int64_t q = b; q < e;) {  // runs along one output's row
-                const int64_t o = q / std::max<int64_t>(R, 1), r0 = q - o * R, n = std::min(e - q, R - r0);
+                const int64_t o = q / R, r0 = q - o * R, n = std::min(e - q, R - r0);
                 float* __restrict d = dx + q;
                 const float* __restrict v = x + q;
                 for (int64_t r = 0; r < n; ++r) Store::put(d[r], f(v[r], o, r0 + r));

@@ -134,4 +134,48 @@ def make_reduce():
     return tensors, metadata
 
 
-FILES = [("reduce.safetensors", make_reduce)]
+def make_reduce_dims():
+    """reduce_dims.safetensors: every reduction over dims sets that are not neighbours once the
+    size-1 dims are set aside (the layout group_dims permutes), and over empty outputs (whose
+    backward must return an empty gradient, not divide by a zero count). Data-driven cases
+    (gen_elementwise.Cases): <case>.op names the op, <case>.args its dims, keepdim, correction, p."""
+    from gen_elementwise import Cases
+    cs = Cases()
+    torch.manual_seed(200)
+    ops = {
+        "sum": lambda x, dims, keepdim: x.sum(dims, keepdim=keepdim),
+        "mean": lambda x, dims, keepdim: x.mean(dims, keepdim=keepdim),
+        "amax": lambda x, dims, keepdim: x.amax(dims, keepdim=keepdim),
+        "amin": lambda x, dims, keepdim: x.amin(dims, keepdim=keepdim),
+        "var": lambda x, dims, keepdim, correction: torch.var(x, dims, correction=correction, keepdim=keepdim),
+        "std": lambda x, dims, keepdim, correction: torch.std(x, dims, correction=correction, keepdim=keepdim),
+        "logsumexp": lambda x, dims, keepdim: torch.logsumexp(x, dims, keepdim=keepdim),
+        "norm": lambda x, dims, keepdim, p: torch.norm(x, p, dims, keepdim=keepdim),
+    }
+    extra = {"var": [{"correction": 1}], "std": [{"correction": 0}],
+             "norm": [{"p": 2.0}, {"p": math.inf}, {"p": 3.0}]}
+    # (shape, dims): reduced dims separated by kept ones, size-1 dims between or around them; then
+    # empty outputs, and an empty reduced dim under a non-empty output (sums of nothing). keepdim
+    # both ways for the first two and one empty case only (the header holds every case's metadata).
+    layouts = [((2, 3, 4, 1), (0, 2)), ((2, 1, 5, 4), (0, 1, 3)), ((1, 3, 1, 4, 2), (0, 2, 4)),
+               ((1, 3, 1, 4, 2), (1, 3)), ((3, 1, 4), (0, 2)), ((2, 3, 1, 4, 1), (0, 3)), ((3, 1, 4), (1,)),
+               ((4, 0), (0,)), ((0, 3), (1,)), ((2, 0, 3), (0, 2)), ((0, 3, 5), (0, 2))]
+    for i, (shape, dims) in enumerate(layouts):
+        for op, fn in ops.items():
+            for j, more in enumerate(extra.get(op, [{}])):
+                for keepdim in (False, True) if i in (0, 1, 8) else (False,):
+                    if (op in ("amax", "amin") and any(shape[d] == 0 for d in dims)):
+                        continue  # torch refuses an empty reduced dim (tested in test_ops_reduce.cpp)
+                    x = torch.randn(shape) * 2
+                    cs.add(f"{op}{j}_{i}_{int(keepdim)}", op, fn, [("x", x, [])],
+                           {"dims": list(dims), "keepdim": keepdim, **more})
+    # max(dim) / min(dim) over a non-empty dim of an empty tensor; a broadcast add of empty shapes.
+    cs.add("max_dim_empty", "max_dim", lambda x, dim, keepdim: torch.max(x, dim, keepdim)[0],
+           [("x", torch.zeros(4, 0), [])], {"dim": 0, "keepdim": False})
+    cs.add("min_dim_empty", "min_dim", lambda x, dim, keepdim: torch.min(x, dim, keepdim)[0],
+           [("x", torch.zeros(0, 3), [])], {"dim": 1, "keepdim": True})
+    cs.add("add_empty", "add", lambda a, b: a + b, [("a", torch.zeros(1, 0), []), ("b", torch.zeros(0, 16, 2, 0), [])])
+    return cs.tensors, cs.metadata
+
+
+FILES = [("reduce.safetensors", make_reduce), ("reduce_dims.safetensors", make_reduce_dims)]
