@@ -8,6 +8,7 @@
 
 #include "lm_config.hpp"
 #include "normnet/error.hpp"
+#include "normnet/threads.hpp"
 
 namespace normnet::cli {
 
@@ -15,7 +16,7 @@ namespace normnet::cli {
 inline constexpr int kUsageError = 2;
 
 /// Accepted --threads values. (CLI::PositiveNumber's message would print its range as 0 to 1.8e308.)
-inline const CLI::Range kThreadsRange(1, 1024);
+inline const CLI::Range kThreadsRange(1, normnet::kMaxThreads);
 /// Accepted sizes (steps, batch sizes) where a single positive integer is asked for.
 inline const CLI::Range kSizeRange(1, 1 << 30);
 /// An integer option that cannot be negative (CLI11 would turn --seed -1 into 2^64 - 1, and

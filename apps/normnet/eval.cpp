@@ -84,7 +84,7 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--predictions", args->predictions, "Also write index,label,predicted for every image to this CSV");
     cmd->add_option("--limit", args->limit, "Evaluate only the first N images of the split (0: all)")
         ->check(kNonNegative);
-    cmd->add_option("--threads", args->threads, "Threads (default: the number of cores)")
+    cmd->add_option("--threads", args->threads, "Threads (default: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use)")
         ->check(kThreadsRange);
     cmd->callback([args] { run_eval(*args); });
 }

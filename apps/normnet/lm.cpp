@@ -311,7 +311,7 @@ void add_lm_command(CLI::App& app, const LmModelFactory& factory) {
         ->check(kSizeRange)->capture_default_str();
     train->add_option("--seed", c.seed, "Seed of the initial weights, the windows and dropout")
         ->check(kNonNegative)->capture_default_str();
-    train->add_option("--threads", c.threads, "Threads (default: the number of cores; under mpirun, shared among the ranks)")
+    train->add_option("--threads", c.threads, "Threads (default: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use; under mpirun, shared among the ranks)")
         ->check(kThreadsRange);
     train->add_option("--bn-sync", c.bn_sync,
                       "Under mpirun, with --norm batch: each rank's statistics over its windows x positions (local) or "

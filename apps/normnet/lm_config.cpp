@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "commands.hpp"
 #include "json_field.hpp"
@@ -12,6 +11,7 @@
 #include "norms.hpp"
 #include "normnet/models/char_transformer.hpp"
 #include "run_config.hpp"
+#include "normnet/threads.hpp"
 
 namespace normnet::cli {
 
@@ -179,7 +179,7 @@ int64_t LmConfig::total_steps(int64_t train_tokens) const {
 }
 
 int LmConfig::resolved_threads() const {
-    return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return threads > 0 ? threads : default_num_threads();
 }
 
 std::unique_ptr<Optimizer> make_lm_optimizer(const LmConfig& c, const NamedTensors& params) {

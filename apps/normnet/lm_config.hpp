@@ -62,7 +62,7 @@ struct LmConfig {
     double clip = 1.0;                // max gradient norm, 0 = off
     int64_t eval_every = 200;         // steps between validations (and checkpoints)
     uint64_t seed = 0;
-    int threads = 0;  // 0: the number of cores
+    int threads = 0;  // 0: normnet::default_num_threads()
     // --norm batch under mpirun: each rank's statistics over its windows x positions (local) or
     // every rank's (sync: dist::sync_batch_norm through SequenceBatchNorm, as one process would).
     std::string bn_sync = "local";

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 #include "commands.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/dist.hpp"
 #include "normnet/module.hpp"
+#include "normnet/threads.hpp"
 
 namespace normnet::cli {
 namespace {
@@ -46,8 +46,8 @@ const Replicas& Replicas::current() { return g_current; }
 
 int threads_per_rank(int requested, const Replicas& replicas) {
     if (requested > 0) return requested;
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::max(1, cores / replicas.local_size);
+    if (const auto from_environment = num_threads_from_environment()) return *from_environment;
+    return std::max(1, available_cpus() / replicas.local_size);
 }
 
 int64_t per_rank_batch(int64_t batch_size, const Replicas& r) {

@@ -30,8 +30,10 @@ struct Replicas {
     static const Replicas& current();
 };
 
-/// The threads of one rank: `requested`, or (0) this machine's cores shared among the job's
-/// processes on it.
+/// The threads of one rank: `requested`, else the count the environment asks for
+/// (NORMNET_NUM_THREADS, OMP_NUM_THREADS: per process, as OpenMP's), else the CPUs this process
+/// may use shared among the job's processes on this machine (a launcher that binds each rank to
+/// its own cores leaves each one those).
 int threads_per_rank(int requested, const Replicas& replicas);
 
 /// Each rank's share of a global batch of `batch_size` (--batch-size): batch_size / world; throws

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <utility>
 
 #include "commands.hpp"
@@ -18,6 +17,7 @@
 #include "json_field.hpp"
 #include "normnet/checkpoint.hpp"
 #include "run_folder.hpp"
+#include "normnet/threads.hpp"
 
 namespace normnet::cli {
 
@@ -79,7 +79,7 @@ const std::vector<ConfigField>& config_fields() {
         {"clip", "--clip", "Clip the gradient norm to this value (0: off)", &R::clip},
         {"label_smoothing", "--label-smoothing", "Cross-entropy label smoothing", &R::label_smoothing},
         {"seed", "--seed", "Seed of the initial weights and the data order", &R::seed},
-        {"threads", "--threads", "Threads (default: the number of cores)", &R::threads},
+        {"threads", "--threads", "Threads (default: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use)", &R::threads},
         {"limit", "--limit", "Use only the first N images of each split (0: all), for quick runs", &R::limit},
         {"on_nan", "--on-nan", "A non-finite loss: stop (keep the last checkpoint) or skip the step", &R::on_nan,
          {"stop", "skip"}},
@@ -172,7 +172,7 @@ std::string RunConfig::resolved_data_dir() const {
 }
 
 int RunConfig::resolved_threads() const {
-    return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return threads > 0 ? threads : default_num_threads();
 }
 
 namespace {

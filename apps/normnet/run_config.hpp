@@ -32,7 +32,7 @@ struct RunConfig {
     double clip = 0.0;  // max gradient norm, 0 = off
     double label_smoothing = 0.0;
     uint64_t seed = 0;
-    int threads = 0;    // 0: the number of cores
+    int threads = 0;    // 0: normnet::default_num_threads()
     int64_t limit = 0;  // use only the first `limit` training and test images (0: all)
     std::string on_nan = "stop";  // a non-finite loss: stop (keeping the last checkpoint) | skip the step
     std::string bn_sync = "local";  // BatchNorm under mpirun: per-rank statistics (local) | every rank's (sync)
@@ -45,7 +45,7 @@ struct RunConfig {
     void validate() const;
     /// The data folder actually used.
     std::string resolved_data_dir() const;
-    /// The thread count actually used: `threads`, or the number of cores when it is 0.
+    /// The thread count actually used: `threads`, or normnet::default_num_threads() when it is 0.
     int resolved_threads() const;
 };
 
