@@ -253,8 +253,10 @@ TEST_CASE("elementwise: broadcasting and dtype errors name the op and the shapes
     CHECK_THROWS_WITH(where(ones({3}, kBool), ones({3}), zeros({3}, kInt64)), Contains("where") &&
                                                                                   Contains("int64"));
     CHECK_THROWS_WITH(where(ones({2}, kBool), ones({3}), zeros({3})), Contains("where") && Contains("[2]"));
-    CHECK_THROWS_WITH(masked_fill(ones({3}), ones({2, 3}, kBool), 0.0), Contains("masked_fill") && Contains("[2, 3]") &&
-                                                                            Contains("[3]"));
+    CHECK_THROWS_WITH(masked_fill(ones({3}), ones({2}, kBool), 0.0), Contains("masked_fill") && Contains("[2]") &&
+                                                                         Contains("[3]"));
+    CHECK_THROWS_WITH(ones({3}).masked_fill_(ones({2, 3}, kBool), 0.0), Contains("masked_fill_") &&
+                                                                            Contains("[2, 3]") && Contains("[3]"));
     CHECK_THROWS_WITH(masked_fill(ones({3}), ones({3}), 0.0), Contains("masked_fill") && Contains("bool"));
     CHECK_THROWS_WITH(ones({3}) & ones({3}, kBool), Contains("operator&") && Contains("float32"));
     CHECK_THROWS_WITH(eq(ones({2}), ones({3})), Contains("eq") && Contains("[2]") && Contains("[3]"));

@@ -116,8 +116,8 @@ NORMNET_API Tensor square(const Tensor& x);
 /// x^exponent; 2, 3, 0.5, -0.5, -1 and -2 by multiplications and square roots (as torch), others
 /// by std::pow. The gradient at exponent 0 is 0.
 NORMNET_API Tensor pow(const Tensor& x, float exponent);
-/// min(max(x, min), max) with either bound optional (at least one given), NaN passing through;
-/// the gradient flows where min <= x <= max.
+/// min(max(x, min), max) with either bound optional (at least one given), NaN passing through
+/// (a NaN bound gives NaN everywhere, as torch); the gradient flows where min <= x <= max.
 NORMNET_API Tensor clamp(const Tensor& x, std::optional<float> min, std::optional<float> max = std::nullopt);
 /// clamp(x, min, none) and clamp(x, none, max).
 NORMNET_API Tensor clamp_min(const Tensor& x, float min);
@@ -205,7 +205,7 @@ NORMNET_API Tensor operator^(const Tensor& a, const Tensor& b);
 NORMNET_API Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 NORMNET_API Tensor where(const Tensor& condition, const Tensor& a, double b);
 NORMNET_API Tensor where(const Tensor& condition, double a, const Tensor& b);
-/// x with value where mask (bool, broadcast to x's shape) is true; differentiable in x.
+/// x with value where mask (bool) is true, x and mask broadcast together (as torch); differentiable in x.
 NORMNET_API Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
 // ---- reduce.cpp, minmax.cpp, sort.cpp: reductions ------------------------------------------------

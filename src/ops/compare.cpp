@@ -277,8 +277,8 @@ Tensor where(const Tensor& condition, double a, const Tensor& b) { return where(
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     NORMNET_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", mask.dtype());
-    NORMNET_CHECK(detail::broadcast_shapes(x.shape(), mask.shape(), "masked_fill") == x.shape(), "masked_fill: a mask of "
-                  "shape ", mask.shape(), " cannot be broadcast to the input's shape ", x.shape());
+    // x and mask broadcast together, as torch's out-of-place masked_fill (masked_fill_ keeps x's shape).
+    detail::broadcast_shapes(x.shape(), mask.shape(), "masked_fill");  // a mismatch names this op
     return where(mask, full({}, value, x.dtype()), x);
 }
 

@@ -175,6 +175,8 @@ Tensor pow(const Tensor& x, float exponent) {
 
 Tensor clamp(const Tensor& x, std::optional<float> min, std::optional<float> max) {
     NORMNET_CHECK(min || max, "clamp: at least one of 'min' or 'max' must not be None");
+    // A NaN bound makes every element NaN, with a zero gradient (no x lies within it), as torch.
+    if ((min && std::isnan(*min)) || (max && std::isnan(*max))) return add(mul(x, 0.0f), NAN);
     detail::ClampOp op;
     if (min) op.lo = *min;
     if (max) op.hi = *max;
