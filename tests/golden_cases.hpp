@@ -57,7 +57,8 @@ inline void require_golden_close(const Tensor& actual, const Tensor& expected, c
     REQUIRE(special_aware_violation(actual, expected, 1e-5) == 0.0);
 }
 
-/// Applies a case's view steps (["t"], ["transpose", d0, d1], ["narrow", dim, start, length]).
+/// Applies a case's view steps (["t"], ["transpose", d0, d1], ["narrow", dim, start, length],
+/// ["permute", dims], ["slice", dim, start, end, step], ["expand", sizes]).
 inline Tensor apply_view(Tensor t, const nlohmann::json& steps) {
     for (const auto& step : steps) {
         const std::string kind = step.at(0).get<std::string>();
@@ -65,6 +66,13 @@ inline Tensor apply_view(Tensor t, const nlohmann::json& steps) {
             t = t.t();
         } else if (kind == "transpose") {
             t = t.transpose(step.at(1).get<int>(), step.at(2).get<int>());
+        } else if (kind == "permute") {
+            t = t.permute(Shape(step.at(1).get<std::vector<int64_t>>()));
+        } else if (kind == "slice") {
+            t = t.slice(step.at(1).get<int64_t>(), step.at(2).get<int64_t>(), step.at(3).get<int64_t>(),
+                        step.at(4).get<int64_t>());
+        } else if (kind == "expand") {
+            t = t.expand(Shape(step.at(1).get<std::vector<int64_t>>()));
         } else {
             REQUIRE(kind == "narrow");
             t = t.narrow(step.at(1).get<int>(), step.at(2).get<int64_t>(), step.at(3).get<int64_t>());
