@@ -102,16 +102,19 @@ def duration(seconds):
     return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
 
 
+CODE = ["src", "include", "apps", "CMakeLists.txt"]
+
+
 def head_commit():
-    """HEAD, with -dirty when the code (not the docs) has uncommitted changes."""
+    """The last commit that changed the code (not the docs, whose commits a rebase rewrites), with
+    -dirty when the code has uncommitted changes."""
     git = ["git", "-C", str(ROOT)]
-    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(git + ["status", "--porcelain", "--", "src", "include", "apps", "CMakeLists.txt"],
-                           capture_output=True, text=True).stdout.strip()
-    return (head or "?") + ("-dirty" if dirty else "")
+    code = subprocess.run(git + ["log", "-1", "--format=%h", "--"] + CODE, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "--"] + CODE, capture_output=True, text=True).stdout.strip()
+    return (code or "?") + ("-dirty" if dirty else "")
 
 
-COMMIT = None  # the commit the programs were built from: HEAD when the run started (main checks the build)
+COMMIT = None  # the code the programs were built from, when the run started (main checks the build)
 
 
 def stale_build(build):
