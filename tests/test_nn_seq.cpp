@@ -83,6 +83,78 @@ TEST_CASE("nn seq: MultiheadAttention gradcheck, with masks and the weights path
                               {inputs[0], inputs[1], mha.in_proj_weight, mha.in_proj_bias}));
 }
 
+TEST_CASE("nn seq: MultiheadAttention's fused paths equal its weights path, and a sample's output is its own",
+          "[nn][seq]") {
+    // need_weights = false runs the fused ops (the packed op for self-attention,
+    // scaled_dot_product_attention otherwise), need_weights = true the composite one: the same
+    // outputs and gradients for every mask kind, at batch 1 and 2. And sample 1 of a batch of 2
+    // attends as it does alone (with its rows of the masks).
+    manual_seed(7);
+    const int64_t E = 6, H = 3, L = 4, S = 5, N = 2;
+    MultiheadAttention mha(MultiheadAttentionOptions{.embed_dim = E, .num_heads = H, .batch_first = true});
+    Generator gen(8);
+    const Tensor x = randn({N, L, E}, gen), kv = randn({N, S, E}, gen), dout = randn({N, L, E}, gen);
+    // PyTorch's convention: true = masked out; key (row % keys) of every row stays allowed.
+    const auto bool_mask = [&](const Shape& shape) {
+        Tensor m = rand(shape, gen) > 0.6f;
+        const int64_t keys = shape[shape.size() - 1];
+        for (int64_t r = 0; r < m.numel() / keys; ++r) m.data_ptr<bool>()[r * keys + r % keys] = false;
+        return m;
+    };
+    // Key padding keeps key 0 as well, so that causal rows (query 0 sees key 0 only) keep a key:
+    // a row with none is NaN on both paths, as torch's.
+    const auto padding_mask = [&](int64_t keys) {
+        Tensor m = bool_mask({N, keys});
+        for (int64_t n = 0; n < N; ++n) m.data_ptr<bool>()[n * keys] = false;
+        return m;
+    };
+    struct Masks {
+        const char* name;
+        Tensor attn, kpm;
+        bool causal = false;
+    };
+    for (const bool self : {true, false}) {
+        const int64_t keys = self ? L : S;
+        const std::vector<Masks> kinds{{"none", {}, {}},
+                                       {"2-D bool", bool_mask({L, keys}), {}},
+                                       {"2-D float", randn({L, keys}, gen), {}},
+                                       {"3-D bool", bool_mask({N * H, L, keys}), {}},
+                                       {"3-D float", randn({N * H, L, keys}, gen), {}},
+                                       {"bool key padding", {}, padding_mask(keys)},
+                                       {"float key padding", {}, randn({N, keys}, gen)},
+                                       {"3-D float and bool key padding", randn({N * H, L, keys}, gen), padding_mask(keys)},
+                                       {"causal", {}, {}, true},
+                                       {"causal and key padding", {}, padding_mask(keys), true}};
+        for (const Masks& m : kinds) {
+            if (m.causal && !self) continue;
+            // Sample 1 alone, with its rows of the per-sample masks (3-D attn_mask, key padding).
+            const auto second_half = [](const Tensor& t) { return t.narrow(0, t.size(0) / 2, t.size(0) / 2); };
+            const Tensor attn1 = m.attn.defined() && m.attn.dim() == 3 ? second_half(m.attn) : m.attn;
+            const Masks one{m.name, attn1, m.kpm.defined() ? second_half(m.kpm) : m.kpm, m.causal};
+            for (const int64_t n : {N, int64_t{1}}) {
+                INFO((self ? "self" : "cross") << "-attention, masks " << m.name << ", batch " << n);
+                const Masks& mk = n == N ? m : one;
+                std::vector<Tensor> got[2];
+                for (const bool need_weights : {false, true}) {
+                    mha.zero_grad();
+                    Tensor q = test::leaf(x.narrow(0, N - n, n)), k = self ? q : test::leaf(kv.narrow(0, N - n, n));
+                    auto [out, weights] = mha.forward(q, k, k, mk.kpm, need_weights, mk.attn, true, mk.causal);
+                    out.backward(dout.narrow(0, N - n, n));
+                    got[need_weights] = {out.detach(), q.grad(), mha.in_proj_weight.grad(), mha.out_proj->weight.grad()};
+                    if (!self) got[need_weights].push_back(k.grad());
+                }
+                const char* const names[] = {"out", "dq", "din_proj_weight", "dout_proj_weight", "dkv"};
+                for (size_t i = 0; i < got[0].size(); ++i) require_close(got[0][i], got[1][i], 1e-5, names[i]);
+                if (n == 1) {  // the batch of one is sample 1 of the batch of two
+                    Tensor q = x, k = self ? x : kv;
+                    const Tensor in_batch = std::get<0>(mha.forward(q, k, k, m.kpm, false, m.attn, true, m.causal));
+                    require_close(got[0][0], in_batch.detach().narrow(0, 1, 1), 1e-5, "sample 1 alone vs in its batch");
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("nn seq: MultiheadAttention refuses bad options and shapes, naming them", "[nn][seq]") {
     CHECK_THROWS_WITH(MultiheadAttention(6, 4), Contains("divisible by num_heads"));
     MultiheadAttention mha(4, 2);

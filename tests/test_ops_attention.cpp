@@ -172,3 +172,62 @@ TEST_CASE("attention: packed self-attention is scaled_dot_product_attention over
         CHECK(r.ok);
     }
 }
+
+namespace {
+
+// The general path: softmax(q k^T / sqrt(E) + mask) v from the ops, the mask broadcast as torch's
+// (bool: false = may not attend).
+Tensor composite_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
+    Tensor s = matmul(q, k.transpose(-2, -1)) * static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+    if (mask.defined()) s = mask.dtype() == kBool ? masked_fill(s, logical_not(mask), -INFINITY) : s + mask;
+    return matmul(softmax(s, -1), v);
+}
+
+}  // namespace
+
+TEST_CASE("attention: the fused op equals the composite path for every mask shape, batch of one included", "[ops][attention]") {
+    // q [N, H, L, E], k and v [N, H, S, E]; masks broadcast from [L, S], [H, L, S] and every
+    // [N or 1, H or 1, L, S]; rows short enough that the weights are saved (S = 4) and long
+    // enough to be recomputed (S = 9 > 2 E + Ev).
+    Generator gen(21);
+    const int64_t H = 3, L = 4, E = 2;
+    for (const int64_t N : {int64_t{1}, int64_t{2}}) {
+        for (const int64_t S : {int64_t{4}, int64_t{9}}) {
+            const Tensor q = randn({N, H, L, E}, gen), k = randn({N, H, S, E}, gen), v = randn({N, H, S, E}, gen);
+            const Tensor dout = randn({N, H, L, E}, gen);
+            if (S == L) {  // causal: the softmaxes skip the masked columns instead of adding -inf
+                Tensor lower = ones({L, S}, kBool);
+                for (int64_t i = 0; i < L; ++i) {
+                    for (int64_t j = i + 1; j < S; ++j) lower.data_ptr<bool>()[i * S + j] = false;
+                }
+                const Tensor fused = scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+                require_close(fused, composite_attention(q, k, v, lower), 1e-5, "causal");
+            }
+            std::vector<Shape> shapes{{L, S}, {H, L, S}};
+            for (const int64_t n : {int64_t{1}, N}) {
+                for (const int64_t h : {int64_t{1}, H}) shapes.push_back({n, h, L, S});
+            }
+            for (const Shape& shape : shapes) {
+                for (const bool boolean : {false, true}) {
+                    // Each query keeps at least one key: key (i + row) % S stays allowed.
+                    Tensor mask = boolean ? (rand(shape, gen) > 0.4f) : randn(shape, gen);
+                    if (boolean) {
+                        bool* m = mask.data_ptr<bool>();
+                        for (int64_t r = 0; r < mask.numel() / S; ++r) m[r * S + r % S] = true;
+                    }
+                    INFO("N " << N << " S " << S << " mask " << shape << (boolean ? " bool" : " float"));
+                    std::vector<Tensor> fused_grads, general_grads;
+                    for (const bool fused : {true, false}) {
+                        Tensor ql = test::leaf(q), kl = test::leaf(k), vl = test::leaf(v);
+                        const Tensor out = fused ? scaled_dot_product_attention(ql, kl, vl, mask)
+                                                 : composite_attention(ql, kl, vl, mask);
+                        out.backward(dout);
+                        (fused ? fused_grads : general_grads) = {out.detach(), ql.grad(), kl.grad(), vl.grad()};
+                    }
+                    const char* const names[] = {"out", "dq", "dk", "dv"};
+                    for (size_t i = 0; i < 4; ++i) require_close(fused_grads[i], general_grads[i], 1e-5, names[i]);
+                }
+            }
+        }
+    }
+}

@@ -285,8 +285,9 @@ Tensor additive_mask(const Tensor& mask, const Shape& batch, int64_t L, int64_t 
                   " does not broadcast to the attention's shape ", full);
     bool per_batch = false;
     for (int dim = 0; dim < mask.dim() - 2; ++dim) per_batch = per_batch || mask.size(dim) != 1;
-    Shape out_shape = per_batch ? full : Shape{1, L, S};
-    Tensor out = empty(out_shape);
+    // [B, L, S] with the batch dims flattened, as Attention::scores reads it: its size(0) says
+    // shared or not, so [1, H, L, S] (batch 1, a mask per head) must not keep its leading 1.
+    Tensor out = empty(per_batch ? Shape{batch.numel(), L, S} : Shape{1, L, S});
     const Shape& walk = per_batch ? full : Shape{L, S};
     const Tensor m = mask.dim() > walk.size() ? mask.view(Shape{mask.size(-2), mask.size(-1)}) : mask;
     const Shape strides = broadcast_strides(m, walk);
