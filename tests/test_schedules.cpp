@@ -131,17 +131,34 @@ double bits_at(const Tensor& t, int64_t step, int64_t g) {
 const char* const kCases[] = {"step",     "multistep",  "exponential", "cosine",          "cosine_default",
                               "linear",   "linear_default", "linear_decay", "lambda",       "onecycle",
                               "onecycle_linear_3phase", "onecycle_no_momentum", "plateau", "plateau_max_abs",
-                              "sequential", "sequential3", "chained"};
+                              "sequential", "sequential3", "chained", "linear_to_zero", "chained_cosine_to_zero"};
+
+// A negative lr within this fraction of the group's base lr is rounding, which normnet sets to 0
+// (kLrRounding in src/optim/lr_scheduler.cpp); torch keeps it.
+constexpr double kLrRounding = 1e-12;
 
 // Steps [from, to) of golden case c on `run`, checking every lr (and momentum) bit for bit.
 void check_steps(const SafetensorsData& g, const std::string& c, Run& run, int64_t from, int64_t to) {
     const Tensor lrs = g.at(c + ".lr_bits");
     const Tensor momenta = find_tensor(g.tensors, c + ".momentum_bits");
     const auto metric = nlohmann::json::parse(g.metadata.at("plateau_metric")).get<std::vector<double>>();
+    const auto base_lrs = nlohmann::json::parse(g.metadata.at("base_lrs")).get<std::vector<double>>();
     for (int64_t t = from; t < to; ++t) {
         for (int64_t grp = 0; grp < 2; ++grp) {
-            INFO("step " << t << ", group " << grp << ": lr " << run.opt->lr(grp) << ", torch " << bits_at(lrs, t, grp));
-            CHECK(run.opt->lr(grp) == bits_at(lrs, t, grp));
+            const double want = bits_at(lrs, t, grp), tolerance = kLrRounding * base_lrs[static_cast<size_t>(grp)];
+            INFO("step " << t << ", group " << grp << ": lr " << run.opt->lr(grp) << ", torch " << want);
+            // Bit for bit until torch's lr is a rounding below 0: normnet's is 0 there, and the
+            // schedule goes on from 0 rather than from torch's value.
+            bool rounded = false;
+            for (int64_t u = 0; u <= t; ++u) rounded = rounded || bits_at(lrs, u, grp) < 0.0;
+            if (!rounded) {
+                CHECK(run.opt->lr(grp) == want);
+            } else {
+                CHECK(want >= -tolerance);
+                CHECK(run.opt->lr(grp) >= 0.0);
+                CHECK(std::abs(run.opt->lr(grp) - want) <= tolerance);
+                if (want < 0.0) CHECK(run.opt->lr(grp) == 0.0);
+            }
             if (momenta.defined()) CHECK(run.momentum(grp) == bits_at(momenta, t, grp));
         }
         run.step(metric[static_cast<size_t>(t)]);
@@ -185,6 +202,34 @@ TEST_CASE("schedules: state_dict of optimizer and scheduler resumes every sequen
         second.load_scheduler_state(first.scheduler_state());
         check_steps(g, c, second, half, steps);
     }
+}
+
+TEST_CASE("schedules: an lr a rounding below 0 is 0, and a schedule that goes below 0 is an error", "[optim][schedule]") {
+    const auto g = test::golden("lr_scheduler.safetensors");
+    // Both rounding cases do reach torch's tiny negative values (else they would test nothing).
+    for (const std::string c : {"linear_to_zero", "chained_cosine_to_zero"}) {
+        const Tensor lrs = g.at(c + ".lr_bits");
+        bool negative = false;
+        for (int64_t t = 0; t < lrs.size(0); ++t) negative = negative || bits_at(lrs, t, 0) < 0.0;
+        CHECK(negative);
+    }
+    // A cosine with eta_min chained with a decay overshoots below 0 by 4.5e-6 before torch's step
+    // 16 (torch goes on, ascending the gradient): an error naming the scheduler, at that step.
+    Tensor p = zeros({1}).requires_grad_();
+    SGD sgd(std::vector<Tensor>{p}, {.lr = 0.1});
+    CosineAnnealingLR cosine(sgd, {.T_max = 9, .eta_min = 0.001});
+    ExponentialLR decay(sgd, {.gamma = 0.5});
+    ChainedScheduler chained({cosine, decay});
+    int64_t failed_at = -1;
+    for (int64_t t = 0; t < 20 && failed_at < 0; ++t) {
+        try {
+            chained.step();
+        } catch (const Error& e) {
+            failed_at = t + 1;
+            CHECK_THAT(e.what(), Catch::Contains("CosineAnnealingLR: the schedule gives parameter group 0 the learning rate -"));
+        }
+    }
+    CHECK(failed_at == 16);
 }
 
 TEST_CASE("schedules: a loaded counter that a step would overflow is refused, and nothing changes", "[optim][schedule]") {
