@@ -234,6 +234,41 @@ TEST_CASE("nn rnn: names, repr, clone and errors", "[nn][rnn]") {
     CHECK_THROWS_WITH(LSTM(LSTMOptions{.input_size = 3, .hidden_size = 0}), Contains("hidden_size"));
 }
 
+TEST_CASE("nn rnn: unbatched [T, I] input runs as a batch of one, as torch", "[nn][rnn]") {
+    // torch.nn.LSTM/GRU take [T, I] with states [num_layers, H] and return them without the batch
+    // dimension; the values are those of the batch of one (the batched path is torch's, above).
+    manual_seed(4);
+    const int64_t T = 5, I = 3, H = 4, layers = 2;
+    for (const std::string kind : {"lstm", "gru", "lnlstm"}) {
+        for (const bool batch_first : {false, true}) {
+            INFO(kind << ", batch_first " << batch_first);
+            const auto rnn = make_rnn(kind, RNNOptions{I, H, layers, true, batch_first});
+            const Tensor x = randn({T, I}), h0 = randn({layers, H}), c0 = randn({layers, H}), dout = randn({T, H});
+            const Tensor x1 = x.unsqueeze(batch_first ? 0 : 1);
+            const auto forward = [&](const Tensor& input, const Tensor& h, const Tensor& c) {
+                const auto [y, h_n, c_n] = run(*rnn, input, h, kind == "gru" ? Tensor{} : c, Tensor{});
+                return c_n.defined() ? std::vector<Tensor>{y, h_n, c_n} : std::vector<Tensor>{y, h_n};
+            };
+            Tensor xu = test::leaf(x), xb = test::leaf(x1);
+            const std::vector<Tensor> alone = forward(xu, h0, c0), batched = forward(xb, h0.unsqueeze(1), c0.unsqueeze(1));
+            REQUIRE(alone[0].shape() == Shape{T, H});
+            require_close(alone[0], batched[0].squeeze(batch_first ? 0 : 1), 0.0, "output");
+            for (size_t i = 1; i < alone.size(); ++i) {
+                REQUIRE(alone[i].shape() == Shape{layers, H});
+                require_close(alone[i], batched[i].squeeze(1), 0.0, "final state");
+            }
+            alone[0].backward(dout);
+            batched[0].backward(dout.unsqueeze(batch_first ? 0 : 1));
+            require_close(xu.grad(), xb.grad().squeeze(batch_first ? 0 : 1), 0.0, "input gradient");
+            CHECK(forward(x, {}, {})[0].shape() == Shape{T, H});  // zero initial states
+            CHECK_THROWS_WITH(forward(x, h0.unsqueeze(1), {}), Contains("for unbatched 2-D input, h0 should also be 2-D"));
+            CHECK_THROWS_WITH(forward(randn({T, I + 1}), {}, {}), Contains("expected unbatched input [T, 3], got [5, 4]"));
+        }
+    }
+    LSTM lstm(3, 4);
+    CHECK_THROWS_WITH(lstm.forward(randn({5, 3}), {}, test::labels_of({5})), Contains("lengths are for batched input"));
+}
+
 TEST_CASE("nn rnn: dropout acts between layers in training only", "[nn][rnn]") {
     for (const std::string kind : {"lstm", "gru", "lnlstm"}) {
         INFO(kind);

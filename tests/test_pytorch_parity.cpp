@@ -153,3 +153,153 @@ TEST_CASE("parity: in-place updates of a leaf that requires grad are refused in 
     // fill_ and copy_ are not recorded, so they still refuse it.
     CHECK_THROWS_WITH(mul(w, 1.0f).fill_(0), Contains("not recorded by autograd"));
 }
+
+// ---- issue 29's smaller differences (torch 1.13's values, printed by /usr/bin/python3) -----------
+
+TEST_CASE("parity: argmax and argmin with no dim and keepdim give a shape of ones, as torch", "[parity]") {
+    const Tensor x = tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}).view({2, 3, 2});
+    const Tensor imax = argmax(x, std::nullopt, true), imin = x.argmin(std::nullopt, true);
+    CHECK(imax.shape() == Shape{1, 1, 1});  // torch: x.argmax(keepdim=True).shape == (1, 1, 1)
+    CHECK(imax.item<int64_t>() == 5);
+    CHECK(imin.shape() == Shape{1, 1, 1});
+    CHECK(imin.item<int64_t>() == 1);
+    CHECK(argmax(x).shape() == Shape{});
+    CHECK(argmax(scalar_tensor(2.0f), std::nullopt, true).shape() == Shape{});  // no dims: no ones
+}
+
+TEST_CASE("parity: chunk of an empty dim gives as many empty chunks as asked, as torch", "[parity]") {
+    for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{5}}) {
+        const std::vector<Tensor> parts = zeros({0, 4}).chunk(n, 0);
+        CHECK(static_cast<int64_t>(parts.size()) == n);
+        for (const Tensor& p : parts) CHECK(p.shape() == Shape{0, 4});
+    }
+    CHECK(chunk(zeros({2, 0}), 3, 1).size() == 3);
+    CHECK(zeros({5, 2}).chunk(3, 0).size() == 3);  // sizes 2, 2, 1
+    CHECK(zeros({4, 2}).chunk(3, 0).size() == 2);  // sizes 2, 2: fewer than asked, as torch
+}
+
+TEST_CASE("parity: var and std gradients where the count is at most the correction are torch's", "[parity]") {
+    // torch's backward divides by count - correction as it is (the forward by max(0, that)).
+    const auto grad_of = [](const std::vector<float>& v, double correction, bool is_std) {
+        Tensor x = from_vector(v, {static_cast<int64_t>(v.size())}).requires_grad_();
+        const Tensor y = is_std ? normnet::std(x, {0}, correction) : var(x, {0}, correction);
+        y.backward();
+        return std::pair{y.item(), x.grad().to_vector()};
+    };
+    // var of one element, correction 2: nan, gradient -0.
+    auto [y, g] = grad_of({2.0f}, 2.0, false);
+    CHECK(std::isnan(y));
+    CHECK((g[0] == 0.0f && std::signbit(g[0])));
+    // correction 1: nan, nan (2 / 0 times 0).
+    std::tie(y, g) = grad_of({2.0f}, 1.0, false);
+    CHECK((std::isnan(y) && std::isnan(g[0])));
+    // [2, 2.5], correction 3: var inf, gradient [0.5, -0.5]; std inf, gradient [0, -0].
+    std::tie(y, g) = grad_of({2.0f, 2.5f}, 3.0, false);
+    CHECK(y == INFINITY);
+    CHECK(g == std::vector<float>{0.5f, -0.5f});
+    std::tie(y, g) = grad_of({2.0f, 2.5f}, 3.0, true);
+    CHECK(y == INFINITY);
+    CHECK((g[0] == 0.0f && !std::signbit(g[0]) && g[1] == 0.0f && std::signbit(g[1])));
+    // [2, 2], correction 3: var nan, gradient [-0, -0]; std nan, nan.
+    std::tie(y, g) = grad_of({2.0f, 2.0f}, 3.0, false);
+    CHECK((std::isnan(y) && g[0] == 0.0f && std::signbit(g[0]) && std::signbit(g[1])));
+    std::tie(y, g) = grad_of({2.0f, 2.0f}, 3.0, true);
+    CHECK((std::isnan(y) && std::isnan(g[0]) && std::isnan(g[1])));
+    // [2, 2.5], correction 2: var and std inf; gradients [inf, -inf] and nan.
+    std::tie(y, g) = grad_of({2.0f, 2.5f}, 2.0, false);
+    CHECK((y == INFINITY && g == std::vector<float>{-INFINITY, INFINITY}));
+    std::tie(y, g) = grad_of({2.0f, 2.5f}, 2.0, true);
+    CHECK((y == INFINITY && std::isnan(g[0]) && std::isnan(g[1])));
+}
+
+TEST_CASE("parity: elu's gradient at NaN is dy, as torch's", "[parity]") {
+    // torch: x <= 0 takes the exponential branch, so NaN takes the identity's (and 0 the exponential's).
+    for (const float alpha : {1.0f, 0.5f}) {
+        INFO("alpha " << alpha);
+        Tensor x = tensor({NAN, 1.0f, -1.0f, 0.0f}).requires_grad_();
+        const Tensor y = elu(x, alpha);
+        y.backward(ones({4}));
+        CHECK(std::isnan(y.to_vector()[0]));
+        const std::vector<float> g = x.grad().to_vector();
+        CHECK(g[0] == 1.0f);
+        CHECK(g[1] == 1.0f);
+        CHECK(std::abs(g[2] - alpha * std::exp(-1.0f)) <= 1e-7f);  // torch: 0.36787945, 0.18393973
+        CHECK(g[3] == alpha);
+    }
+}
+
+TEST_CASE("parity: BatchNorm trains on an empty batch as torch: an empty output, statistics kept", "[parity]") {
+    // torch: the output is x * weight[0] + bias[0] (empty), the running statistics stay,
+    // num_batches_tracked counts the batch, and the weight's and bias's gradients are zeros.
+    for (const Shape& shape : {Shape{0, 3}, Shape{0, 3, 4}, Shape{2, 3, 0}}) {
+        INFO("input " << shape);
+        BatchNorm1d bn(BatchNorm1dOptions{.num_features = 3});
+        Tensor x = zeros(shape).requires_grad_();
+        const Tensor y = bn(x);
+        CHECK(y.shape() == shape);
+        y.backward(zeros(shape));
+        CHECK(x.grad().shape() == shape);
+        CHECK(bn.weight.grad().to_vector() == std::vector<float>(3, 0.0f));
+        CHECK(bn.bias.grad().to_vector() == std::vector<float>(3, 0.0f));
+        CHECK(bn.running_mean.to_vector() == std::vector<float>(3, 0.0f));
+        CHECK(bn.running_var.to_vector() == std::vector<float>(3, 1.0f));
+        CHECK(bn.num_batches_tracked.item<int64_t>() == 1);
+    }
+    BatchNorm2d bn2(3);
+    CHECK(bn2(zeros({0, 3, 2, 2})).shape() == Shape{0, 3, 2, 2});
+    CHECK(bn2.forward_max_pool2d_relu(zeros({0, 3, 4, 4})).shape() == Shape{0, 3, 2, 2});
+    CHECK(bn2.running_var.to_vector() == std::vector<float>(3, 1.0f));
+    BatchNorm1d cumulative(BatchNorm1dOptions{.num_features = 2, .momentum = std::nullopt});
+    cumulative(zeros({0, 2}));
+    CHECK(cumulative.running_var.to_vector() == std::vector<float>(2, 1.0f));
+    CHECK_THROWS_WITH(cumulative(zeros({1, 2})), Contains("Expected more than 1 value per channel when training"));
+}
+
+TEST_CASE("parity: GroupNorm refuses one value per channel in a batch of one, as torch's F.group_norm", "[parity]") {
+    // torch checks N * C / G * spatial != 1, in training and eval alike.
+    const std::string msg = "group_norm: Expected more than 1 value per channel when training, got input size ";
+    CHECK_THROWS_WITH(GroupNorm(4, 4)(randn({1, 4, 1, 1})), msg + "[1, 4, 1, 1]");
+    CHECK_THROWS_WITH(group_norm(randn({1, 2}), 2), msg + "[1, 2]");
+    GroupNorm eval_mode(2, 2);
+    eval_mode.eval();
+    CHECK_THROWS_WITH(eval_mode(randn({1, 2})), msg + "[1, 2]");
+    CHECK_THROWS_WITH(group_norm_max_pool2d_relu(randn({1, 2, 1, 1}), 2), msg + "[1, 2, 1, 1]");
+    // One value per group, but more than one in N * C / G * spatial: torch normalises (to 0).
+    CHECK(GroupNorm(4, 4)(randn({2, 4})).to_vector() == std::vector<float>(8, 0.0f));
+    CHECK_NOTHROW(group_norm(randn({1, 4}), 2));
+    CHECK_NOTHROW(group_norm(randn({1, 4, 1}), 2));
+    CHECK(group_norm(zeros({0, 4, 3}), 4).shape() == Shape{0, 4, 3});
+}
+
+TEST_CASE("parity: InstanceNorm2d on an empty batch runs where torch gives a result and is refused elsewhere",
+          "[parity]") {
+    // torch 1.13: without affine parameters the output is empty (and running statistics turn
+    // NaN); with them it fails with an IndexError.
+    CHECK(InstanceNorm2d(3)(zeros({0, 3, 4, 4})).shape() == Shape{0, 3, 4, 4});
+    CHECK(instance_norm(zeros({0, 3, 4})).shape() == Shape{0, 3, 4});
+    InstanceNorm2d affine(InstanceNorm2dOptions{.num_features = 3, .affine = true});
+    CHECK_THROWS_WITH(affine(zeros({0, 3, 4, 4})), Contains("instance_norm: an empty batch (input of shape [0, 3, 4, 4]) "
+                                                            "with a weight or bias is refused"));
+    CHECK_THROWS_WITH(affine.forward_max_pool2d_relu(zeros({0, 3, 4, 4})), Contains("with a weight or bias is refused"));
+    affine.eval();
+    CHECK_THROWS_WITH(affine(zeros({0, 3, 4, 4})), Contains("with a weight or bias is refused"));
+    // torch averages the batch's copies of the running statistics back into them, in eval too.
+    InstanceNorm2d stats(InstanceNorm2dOptions{.num_features = 3, .track_running_stats = true});
+    CHECK_THROWS_WITH(stats(zeros({0, 3, 4, 4})), Contains("with running statistics is refused"));
+    stats.eval();
+    CHECK_THROWS_WITH(stats(zeros({0, 3, 4, 4})), Contains("with running statistics is refused"));
+    CHECK(stats.running_mean.to_vector() == std::vector<float>(3, 0.0f));
+}
+
+TEST_CASE("parity: Adagrad refuses a group's own initial_accumulator_value, which torch ignores", "[parity]") {
+    // torch.optim.Adagrad fills every sum with the constructor's value (1.13 and 2.x).
+    Tensor a = zeros({2}).requires_grad_(), b = zeros({2}).requires_grad_();
+    CHECK_THROWS_WITH(Adagrad({{std::vector<Tensor>{a}}, {std::vector<Tensor>{b}, {.initial_accumulator_value = 0.5}}},
+                              {.initial_accumulator_value = 0.1}),
+                      Contains("Adagrad parameter group 1: initial_accumulator_value 0.5 differs from the optimizer's (0.1)"));
+    Adagrad same({{std::vector<Tensor>{a}}, {std::vector<Tensor>{b}, {.initial_accumulator_value = 0.1}}},
+                 {.initial_accumulator_value = 0.1});
+    const NamedTensors s = same.state_dict();
+    CHECK(find_tensor(s, "sum.0").to_vector() == std::vector<float>{0.1f, 0.1f});
+    CHECK(find_tensor(s, "sum.1").to_vector() == std::vector<float>{0.1f, 0.1f});
+}

@@ -385,8 +385,9 @@ private:
     int square_avg_ = 0, momentum_buffer_ = 0, grad_avg_ = 0;  // state indices
 };
 
-/// Adagrad (torch.optim.Adagrad): state "sum", created at construction filled with the group's
-/// initial_accumulator_value, as torch does.
+/// Adagrad (torch.optim.Adagrad): state "sum", created at construction filled with the
+/// optimizer's initial_accumulator_value, as torch does; a parameter group may not set another
+/// (torch would ignore it).
 class NORMNET_API Adagrad : public Optimizer {
 public:
     /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).

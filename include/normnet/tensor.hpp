@@ -222,7 +222,8 @@ public:
     std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
     /// Views of the given sizes along dim (they must add up to its size).
     std::vector<Tensor> split_with_sizes(const std::vector<int64_t>& split_sizes, int64_t dim = 0) const;
-    /// `chunks` views of equal size along dim (ceil(size / chunks); fewer when that covers it, as torch).
+    /// `chunks` views of equal size along dim (ceil(size / chunks); fewer when that covers it, and
+    /// `chunks` empty views of an empty dim, as torch).
     std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
     /// The slices select(dim, i) for every i.
     std::vector<Tensor> unbind(int64_t dim = 0) const;

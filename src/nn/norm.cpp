@@ -152,8 +152,9 @@ Tensor InstanceNorm2d::forward(const Tensor& x) {
 }
 
 Tensor InstanceNorm2d::forward_max_pool2d_relu(const Tensor& x) {
-    // Without running statistics InstanceNorm is group_norm with a group per channel.
-    if (x.dim() == 4 && !options_.track_running_stats) {
+    // Without running statistics InstanceNorm is group_norm with a group per channel (an empty
+    // batch goes through forward, which says whether torch would take it).
+    if (x.dim() == 4 && !options_.track_running_stats && x.size(0) > 0) {
         if (options_.affine) check_channels(x, 1);
         NORMNET_CHECK(x.size(2) * x.size(3) > 1, "Expected more than 1 spatial element when training, got input size ",
                       x.shape());

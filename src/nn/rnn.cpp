@@ -62,13 +62,30 @@ std::string RNNBase::extra_repr() const {
 
 Tensor RNNBase::to_batch_first(const Tensor& input) const {
     NORMNET_CHECK(input.dim() == 3 && input.size(2) == options_.input_size, layer_, ": expected input ",
-                  options_.batch_first ? "[N, T, " : "[T, N, ", options_.input_size, "], got ", input.shape());
+                  options_.batch_first ? "[N, T, " : "[T, N, ", options_.input_size, "] or unbatched [T, ",
+                  options_.input_size, "], got ", input.shape());
     return options_.batch_first ? input : input.transpose(0, 1);
 }
 
 Tensor RNNBase::from_batch_first(const Tensor& output) const {
     return options_.batch_first ? output : output.transpose(0, 1);
 }
+
+Tensor RNNBase::batch_of_one(const Tensor& input, const Tensor& lengths) const {
+    NORMNET_CHECK(input.size(1) == options_.input_size, layer_, ": expected unbatched input [T, ", options_.input_size,
+                  "], got ", input.shape());
+    NORMNET_CHECK(!lengths.defined(), layer_, ": lengths are for batched input; got unbatched input ", input.shape());
+    return input.unsqueeze(options_.batch_first ? 0 : 1);
+}
+
+Tensor RNNBase::state_of_one(const Tensor& hx, const char* what) const {
+    if (!hx.defined()) return hx;
+    NORMNET_CHECK(hx.dim() == 2, layer_, ": for unbatched 2-D input, ", what, " should also be 2-D [num_layers, ",
+                  options_.hidden_size, "], got ", hx.shape());
+    return hx.unsqueeze(1);
+}
+
+Tensor RNNBase::output_of_one(const Tensor& output) const { return output.squeeze(options_.batch_first ? 0 : 1); }
 
 Tensor RNNBase::initial(const Tensor& hx, int64_t k, int64_t N, const char* what) const {
     if (!hx.defined()) return {};
@@ -85,6 +102,11 @@ Tensor RNNBase::between_layers(const Tensor& x, int64_t k) const {
 
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx,
                                                              const Tensor& lengths) {
+    if (input.dim() == 2) {
+        const auto [y, state] = forward(batch_of_one(input, lengths),
+                                        {state_of_one(std::get<0>(hx), "h0"), state_of_one(std::get<1>(hx), "c0")});
+        return {output_of_one(y), {std::get<0>(state).squeeze(1), std::get<1>(state).squeeze(1)}};
+    }
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
     LayerStates h_n, c_n;
@@ -102,6 +124,10 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTM::forward(const Tensor& input
 std::shared_ptr<Module> LSTM::clone() const { return clone_of(*this, options_); }
 
 std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0, const Tensor& lengths) {
+    if (input.dim() == 2) {
+        const auto [y, h_n] = forward(batch_of_one(input, lengths), state_of_one(h0, "h0"));
+        return {output_of_one(y), h_n.squeeze(1)};
+    }
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
     LayerStates h_n;
@@ -134,6 +160,11 @@ std::shared_ptr<Module> LayerNormLSTM::clone() const { return clone_of(*this, ln
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LayerNormLSTM::forward(const Tensor& input,
                                                                       const std::tuple<Tensor, Tensor>& hx,
                                                                       const Tensor& lengths) {
+    if (input.dim() == 2) {
+        const auto [y, state] = forward(batch_of_one(input, lengths),
+                                        {state_of_one(std::get<0>(hx), "h0"), state_of_one(std::get<1>(hx), "c0")});
+        return {output_of_one(y), {std::get<0>(state).squeeze(1), std::get<1>(state).squeeze(1)}};
+    }
     Tensor x = to_batch_first(input);
     const int64_t N = x.size(0);
     LayerStates h_n, c_n;

@@ -87,13 +87,14 @@ struct LeakyReluOp {
     float grad(float x, float, float dy) const { return x > 0.0f ? dy : dy * slope; }
 };
 
-// y = x > 0 ? x : alpha (e^x - 1); dx = dy or dy * alpha e^x
+// y = x <= 0 ? alpha (e^x - 1) : x; dx = dy * alpha e^x or dy. The test is torch's, so NaN takes
+// the second branch (its gradient is dy, as torch's).
 struct EluOp {
     static constexpr const char* kBackwardName = "EluBackward0";
     static constexpr Uses kUses = Uses::input;
     float alpha = 1.0f;
-    float value(float x) const { return x > 0.0f ? x : vmath::expm1(x) * alpha; }
-    float grad(float x, float, float dy) const { return x > 0.0f ? dy : dy * (alpha * vmath::exp(x)); }
+    float value(float x) const { return x <= 0.0f ? vmath::expm1(x) * alpha : x; }
+    float grad(float x, float, float dy) const { return x <= 0.0f ? dy * (alpha * vmath::exp(x)) : dy; }
 };
 
 // y = x s, s = sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3) (= x (1 + tanh z) / 2);

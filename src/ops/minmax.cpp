@@ -156,7 +156,8 @@ std::tuple<Tensor, Tensor> select_extreme(const Tensor& x, uint32_t mask, bool k
 
 template <bool kMax>
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, const char* op) {
-    if (!dim) return std::get<1>(select_extreme<kMax>(x, dim_mask({}, x.dim(), op), false, true, false, op));
+    // No dim: the index into the flattened tensor, shaped all ones with keepdim (as torch).
+    if (!dim) return std::get<1>(select_extreme<kMax>(x, dim_mask({}, x.dim(), op), keepdim, true, false, op));
     return std::get<1>(select_extreme<kMax>(x, one_dim_mask(*dim, x.dim(), op), keepdim, false, false, op));
 }
 

@@ -930,7 +930,8 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
                   ": give both running_mean and running_var or neither");
     NORMNET_CHECK(training || running_mean.defined(), "running_mean must be defined in evaluation mode");
     if (training && !sync) {
-        NORMNET_CHECK(N * L > 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape());
+        // As torch: one value per channel has no variance; none (an empty batch) is let through.
+        NORMNET_CHECK(N * L != 1, "Expected more than 1 value per channel when training, got input size ", x_in.shape());
     }
     const Tensor x = x_in.contiguous(), weight = detail::contiguous_or_empty(weight_in),
                  bias = detail::contiguous_or_empty(bias_in);
@@ -962,7 +963,7 @@ Tensor batch_norm_impl(const Tensor& x_in, const Tensor& running_mean, const Ten
             NORMNET_CHECK(count > 1, "Expected more than 1 value per channel when training, got ", count,
                           " over all ", ranks, " ranks (this rank's input size ", x_in.shape(), ")");
         }
-        if (running_mean.defined()) {
+        if (running_mean.defined() && count > 0) {  // an empty batch leaves them, as torch
             // PyTorch's momentum=None is a cumulative average over the batches seen so far.
             const double m = momentum ? *momentum : 1.0 / static_cast<double>(std::max<int64_t>(num_batches_tracked, 1));
             const double unbias = count / (count - 1);
@@ -1313,12 +1314,27 @@ Tensor group_norm_impl(const Tensor& x_in, int64_t G, const Tensor& weight_in, c
 }  // namespace
 }  // namespace detail
 
+namespace {
+
+// torch's F.group_norm refuses an input whose N * C / G * spatial size is 1 (its
+// _verify_batch_size on [N * C / G, G, *]), in training and eval alike: a batch of one sample
+// with one channel per group and one value per channel.
+void check_group_norm_size(const Tensor& x, int64_t num_groups) {
+    if (x.dim() < 2 || num_groups <= 0) return;  // group_norm_impl says what is wrong
+    NORMNET_CHECK(x.size(0) * x.size(1) / num_groups * detail::spatial_size(x) != 1,
+                  "group_norm: Expected more than 1 value per channel when training, got input size ", x.shape());
+}
+
+}  // namespace
+
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+    check_group_norm_size(x, num_groups);
     return detail::group_norm_impl(x, num_groups, weight, bias, eps, nullptr, "group_norm");
 }
 
 Tensor group_norm_max_pool2d_relu(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                                   double eps) {
+    check_group_norm_size(x, num_groups);
     if (!detail::pools_in_pass(x) || x.size(0) * x.size(1) == 0) {
         return relu(max_pool2d(group_norm(x, num_groups, weight, bias, eps), 2));
     }
@@ -1331,6 +1347,13 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
                   x.shape());
     NORMNET_CHECK(running_mean.defined() == running_var.defined(),
                   "instance_norm: give both running_mean and running_var or neither");
+    // An empty batch: torch 1.13 fails with an IndexError when there is a weight or a bias, and
+    // sets the running statistics to NaN (it averages the batch's copies of them, in eval too);
+    // both refused.
+    NORMNET_CHECK(x.size(0) > 0 || (!weight.defined() && !bias.defined()), "instance_norm: an empty batch (input of "
+                  "shape ", x.shape(), ") with a weight or bias is refused, as torch 1.13 refuses it");
+    NORMNET_CHECK(x.size(0) > 0 || !running_mean.defined(), "instance_norm: an empty batch (input of shape ", x.shape(),
+                  ") with running statistics is refused (torch 1.13 sets them to NaN)");
     if (!use_input_stats) {
         // Normalised by the running statistics: per-channel constants, as batch_norm in eval mode.
         NORMNET_CHECK(running_mean.defined(), "Expected running_mean and running_var to be defined when "
@@ -1346,7 +1369,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
     }
     double* stats = running_mean.defined() ? detail::double_scratch(2 * N * C) : nullptr;
     Tensor out = detail::group_norm_impl(x, C, weight, bias, eps, stats, "instance_norm");
-    if (stats && N > 0) {
+    if (stats) {
         // As torch: each instance updates its copy of the running statistics, and the copies are
         // averaged over the batch.
         const double unbias = static_cast<double>(L) / static_cast<double>(L - 1);

@@ -477,7 +477,10 @@ namespace {
 
 class VarBackward final : public ReduceNode {
 public:
-    double divisor = 1.0;  // R - correction
+    // R - correction, not clamped at 0 as the forward's divisor is: torch's backward divides by
+    // it as it is, so where R <= correction the gradient is NaN (R = correction) or -0 times
+    // x - mean (R < correction), as torch's.
+    double dof = 1.0;
     bool is_std = false;
     const char* name() const override { return is_std ? "StdBackward0" : "VarBackward0"; }
     void backward(const Tensor& dy) override {
@@ -486,16 +489,17 @@ public:
         const float* mean = saved(1).data();
         const float* result = saved(2).data();
         const float* g = dy.data();
-        const float two_over = static_cast<float>(2.0 / divisor), one_over = static_cast<float>(1.0 / divisor);
+        const float two_over = static_cast<float>(2.0 / dof);
         dx.write([&]<class Store>(float* d) {
             if (is_std) {
-                // d std = d var / (2 std); 0 where std is 0, as torch
+                // d std = d var / (2 std), 0 where std is 0, then var's backward, as torch
                 map_reduced<Store>(d, saved(0).data(), outer, R, inner, [=](float x, int64_t o, int64_t) {
-                    return result[o] == 0.0f ? 0.0f : g[o] * (x - mean[o]) * one_over / result[o];
+                    const float dvar = result[o] == 0.0f ? 0.0f : g[o] / (2.0f * result[o]);
+                    return two_over * dvar * (x - mean[o]);
                 });
             } else {
                 map_reduced<Store>(d, saved(0).data(), outer, R, inner,
-                                   [=](float x, int64_t o, int64_t) { return g[o] * two_over * (x - mean[o]); });
+                                   [=](float x, int64_t o, int64_t) { return two_over * g[o] * (x - mean[o]); });
             }
         });
     }
@@ -524,7 +528,7 @@ Tensor variance(const Tensor& x_in, const Dims& dims, double correction, bool ke
                        m},
                  g.x.data(), g.outer, g.R, g.inner);
     if (auto* node = record<VarBackward>(out, {g.x}, {g.x, mean, out})) {
-        node->set_layout(g), node->divisor = divisor, node->is_std = is_std;
+        node->set_layout(g), node->dof = n - correction, node->is_std = is_std;
     }
     return out;
 }

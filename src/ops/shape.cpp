@@ -397,7 +397,9 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
     const int w = wrap_dim(d, dim(), "chunk");
     NORMNET_CHECK(dim() > 0, "chunk expects at least a 1-dimensional tensor");
     const int64_t size = shape()[w];
-    return split(size == 0 ? 0 : (size + chunks - 1) / chunks, w);  // as torch: possibly fewer than `chunks`
+    // As torch: an empty dim gives `chunks` empty views; otherwise possibly fewer than `chunks`.
+    if (size == 0) return split_with_sizes(std::vector<int64_t>(static_cast<size_t>(chunks), 0), w);
+    return split((size + chunks - 1) / chunks, w);
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {

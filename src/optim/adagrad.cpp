@@ -52,12 +52,18 @@ ParamGroupOptions adagrad_defaults(const AdagradOptions& o) {
 Adagrad::Adagrad(std::vector<ParamGroup> groups, AdagradOptions options)
     : Optimizer(std::move(groups), adagrad_defaults(options)) {
     check_param_groups();
+    // torch.optim.Adagrad (1.13 and 2.x) fills every sum with the constructor's value and ignores
+    // a group's own: a group that sets another one would silently not get it there, so it is refused.
+    const double initial = *defaults().initial_accumulator_value;
+    for (size_t g = 0; g < num_param_groups(); ++g) {
+        const double own = this->options(g).initial_accumulator_value;
+        NORMNET_CHECK(own == initial, who(g), ": initial_accumulator_value ", own, " differs from the optimizer's (",
+                      initial, "), which torch.optim.Adagrad uses for every group; give it in AdagradOptions");
+    }
     count_param_steps();
     sum_ = add_state("sum");
-    // As torch: every parameter's sum exists from the start, filled with its group's initial value.
-    for (size_t i = 0; i < params().size(); ++i) {
-        state(sum_)[i] = full(params()[i].second.shape(), this->options(param_group_of(i)).initial_accumulator_value);
-    }
+    // As torch: every parameter's sum exists from the start, filled with the initial value.
+    for (size_t i = 0; i < params().size(); ++i) state(sum_)[i] = full(params()[i].second.shape(), initial);
 }
 
 Adagrad::Adagrad(NamedTensors params, AdagradOptions options)
@@ -94,10 +100,8 @@ void Adagrad::step() {
     auto& sums = state(sum_);
     for (size_t i = 0; i < params().size(); ++i) {
         if (grad_data(i) == nullptr) continue;
-        // A sum that load_state_dict reset starts again from the group's initial value.
-        if (!sums[i].defined()) {
-            sums[i] = full(params()[i].second.shape(), options(param_group_of(i)).initial_accumulator_value);
-        }
+        // A sum that load_state_dict reset starts again from the initial value (the constructor's, as above).
+        if (!sums[i].defined()) sums[i] = full(params()[i].second.shape(), *defaults().initial_accumulator_value);
         advance_param_step(i);
         params()[i].second.bump_version();  // an in-place update, as in torch
     }

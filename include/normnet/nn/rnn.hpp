@@ -47,6 +47,13 @@ protected:
     RNNBase(const RNNOptions& options, int64_t gates, const char* layer, bool biases = true);
     /// input [T, N, I] ([N, T, I] with batch_first) -> batch-first [N, T, I], checked.
     Tensor to_batch_first(const Tensor& input) const;
+    /// Unbatched input [T, I] (as torch) runs as a batch of one: the input as [1, T, I] in the
+    /// caller's layout (lengths refused: they are per sample of a batch), ...
+    Tensor batch_of_one(const Tensor& input, const Tensor& lengths) const;
+    /// ... each state [num_layers, H] as [num_layers, 1, H] (undefined stays undefined) ...
+    Tensor state_of_one(const Tensor& hx, const char* what) const;
+    /// ... and the output [1, T, H] in the caller's layout back as [T, H].
+    Tensor output_of_one(const Tensor& output) const;
     /// Batch-first output [N, T, H] -> the caller's layout.
     Tensor from_batch_first(const Tensor& output) const;
     /// Layer k's initial state from hx [num_layers, N, H] (undefined stays undefined).
@@ -75,7 +82,8 @@ public:
     LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions{input_size, hidden_size}) {}
     /// input [T, N, I] ([N, T, I] with batch_first), hx = (h0, c0) each [num_layers, N, H] or
     /// undefined (zeros) -> (output [T, N, H] of the last layer, (h_n, c_n) [num_layers, N, H]).
-    /// All three are differentiable (as torch's).
+    /// All three are differentiable (as torch's). Unbatched input [T, I] takes and gives the
+    /// same without the N dimension.
     std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx,
                                                            const Tensor& lengths = {});
     /// The output alone.
