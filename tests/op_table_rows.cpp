@@ -58,12 +58,6 @@ const KnownBug kUnrecordedInplace{
 const KnownBug kViewStrided{
     .what = "view refuses every non-contiguous tensor (torch views those whose strides allow the new shape)",
     .matches = [](const Sample& s) { return s.viewed.at(0); }};
-const KnownBug kTransposeSmall{.what = "t() refuses 0-D and 1-D tensors (torch returns them)",
-                               .matches = [](const Sample& s) { return s.shapes.at(0).size() < 2; }};
-const KnownBug kExpandNegative{.what = "expand takes sizes below -1 and returns a tensor of negative size",
-                               .matches = [](const Sample& s) { return s.torch_raises; }};
-const KnownBug kRepeatScalar{.what = "repeat of a 0-D tensor with no repeats gives a zero gradient",
-                             .matches = [](const Sample& s) { return s.shapes.at(0).size() == 0; }};
 const KnownBug kCatPromotion{
     .what = "cat and stack refuse tensors of different dtypes (torch promotes them)",
     .matches = [](const Sample& s) {
@@ -424,8 +418,7 @@ std::vector<OpRow> shape_rows() {
         {.name = "transpose", .api = "transpose",
          .call = call([](In in, A a) { return transpose(in[0], a.i("dim0"), a.i("dim1")); }),
          .also = {{"Tensor::transpose", call([i](In in, A a) { return in[0].transpose(i(a, "dim0"), i(a, "dim1")); })}}},
-        {.name = "t", .api = "Tensor::t", .call = call([](In in, A) { return in[0].t(); }),
-         .known_bugs = {kTransposeSmall}},
+        {.name = "t", .api = "Tensor::t", .call = call([](In in, A) { return in[0].t(); })},
         {.name = "permute", .api = "permute", .call = call([](In in, A a) { return permute(in[0], a.dims()); }),
          .also = {{"Tensor::permute", call([](In in, A a) { return in[0].permute(a.dims()); })}}},
         {.name = "unsqueeze", .api = "unsqueeze", .call = call([](In in, A a) { return unsqueeze(in[0], a.i("dim")); }),
@@ -444,8 +437,7 @@ std::vector<OpRow> shape_rows() {
                    call([](In in, A a) { return a.i("dim") == 0 ? Outputs{in[0][a.i("index")]} : Outputs{}; })}}},
         {.name = "slice", .api = "Tensor::slice",
          .call = call([](In in, A a) { return in[0].slice(a.i("dim"), opt(a, "start"), opt(a, "end"), a.i("step")); })},
-        {.name = "expand", .api = "Tensor::expand", .call = call([](In in, A a) { return in[0].expand(a.dims("sizes")); }),
-         .known_bugs = {kExpandNegative}},
+        {.name = "expand", .api = "Tensor::expand", .call = call([](In in, A a) { return in[0].expand(a.dims("sizes")); })},
         {.name = "expand_as", .api = "Tensor::expand_as", .call = call([](In in, A) { return in[0].expand_as(in[1]); })},
         {.name = "split", .api = "split", .call = call([](In in, A a) { return split(in[0], a.i("size"), a.i("dim")); }),
          .also = {{"Tensor::split", call([](In in, A a) { return in[0].split(a.i("size"), a.i("dim")); })}}},
@@ -460,8 +452,7 @@ std::vector<OpRow> shape_rows() {
          .also = {{"Tensor::chunk", call([](In in, A a) { return in[0].chunk(a.i("chunks"), a.i("dim")); })}}},
         {.name = "unbind", .api = "unbind", .call = call([](In in, A a) { return unbind(in[0], a.i("dim")); }),
          .also = {{"Tensor::unbind", call([](In in, A a) { return in[0].unbind(a.i("dim")); })}}},
-        {.name = "repeat", .api = "Tensor::repeat", .call = call([](In in, A a) { return in[0].repeat(a.dims("repeats")); }),
-         .known_bugs = {kRepeatScalar}},
+        {.name = "repeat", .api = "Tensor::repeat", .call = call([](In in, A a) { return in[0].repeat(a.dims("repeats")); })},
         {.name = "cat", .api = "cat", .call = call([](In in, A a) { return cat(in, a.i("dim")); }),
          .known_bugs = {kCatPromotion}},
         {.name = "stack", .api = "stack", .call = call([](In in, A a) { return stack(in, a.i("dim")); }),

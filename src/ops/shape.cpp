@@ -266,8 +266,8 @@ Tensor Tensor::transpose(int dim0, int dim1) const {
 }
 
 Tensor Tensor::t() const {
-    NORMNET_CHECK(dim() == 2, "t() expects a 2-D tensor, got shape ", shape());
-    return transpose(0, 1);
+    NORMNET_CHECK(dim() <= 2, "t() expects a tensor with <= 2 dimensions, got shape ", shape());
+    return dim() == 2 ? transpose(0, 1) : transpose(0, 0);  // 0-D and 1-D: itself, as torch
 }
 
 Tensor Tensor::permute(const Dims& dims) const {
@@ -317,6 +317,7 @@ Tensor Tensor::expand(const Shape& sizes) const {
     for (int d = 0; d < sizes.size(); ++d) {
         const int s = d - lead;
         int64_t size = sizes[d];
+        NORMNET_CHECK(size >= -1, "expand: invalid size ", size, " in ", sizes, " (shape ", shape(), ")");
         if (s < 0) {
             NORMNET_CHECK(size >= 0, "expand: the expanded size of the tensor (", size,
                           ") isn't allowed in a leading, non-existing dimension ", d);
@@ -576,6 +577,7 @@ public:
 Tensor Tensor::repeat(const Shape& repeats) const {
     NORMNET_CHECK(repeats.size() >= dim(), "repeat: number of dimensions of repeat dims (", repeats,
                   ") can not be smaller than number of dimensions of tensor (", shape(), ")");
+    if (repeats.empty()) return clone();  // a scalar repeated along no dims
     const Layout in = padded(*this, repeats.size());
     Shape shape;
     for (int d = 0; d < repeats.size(); ++d) {
@@ -583,9 +585,7 @@ Tensor Tensor::repeat(const Shape& repeats) const {
         shape.push_back(in.shape[d] * repeats[d]);
     }
     Tensor out = empty(shape, dtype());
-    if (shape.empty()) {  // a scalar repeated no times along no dims
-        out.copy_(*this);
-    } else if (out.numel() > 0) {
+    if (out.numel() > 0) {
         // Each output row (along the last dim) is r copies of one input row.
         const int last = shape.size() - 1;
         const int64_t s = in.shape[last], r = repeats[last], stride = in.strides[last];
