@@ -18,6 +18,11 @@
 
 namespace normnet {
 
+namespace onnx {
+class GraphBuilder;
+struct Value;
+}  // namespace onnx
+
 class Module;
 /// (name, module) pairs in order, as named_children() and named_modules() return them.
 using NamedModules = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
@@ -39,6 +44,16 @@ public:
     virtual Tensor forward(const Tensor& x);
     /// model(x), as in PyTorch: calls forward(x).
     Tensor operator()(const Tensor& x) { return forward(x); }
+
+    /// ONNX export (normnet/onnx.hpp): adds to `graph` the nodes that compute forward(x) in eval
+    /// mode from the graph value x and returns the output's value. normnet's modules define it;
+    /// the default throws normnet::Error naming the module and its path. A custom module
+    /// overrides it to be exportable, e.g. for forward(x) = x + fc(relu(x)):
+    ///   onnx::Value to_onnx(onnx::GraphBuilder& g, const onnx::Value& x) const override {
+    ///       return g.add(x, g.call(*fc, g.relu(x)));
+    ///   }
+    /// A subclass whose forward computes something else than its base's overrides it too.
+    virtual onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const;
 
     /// Class name shown by to_string(), e.g. "Linear"; defaults to the C++ class name.
     virtual std::string type_name() const;

@@ -14,6 +14,7 @@
 #include "normnet/layers.hpp"
 #include "normnet/models.hpp"
 #include "normnet/module.hpp"
+#include "normnet/onnx.hpp"
 #include "normnet/ops.hpp"
 #include "normnet/optim.hpp"
 #include "normnet/tensor.hpp"

@@ -51,6 +51,7 @@ public:
     /// tokens: int64 [B, T] with T <= context, each in [0, vocab_size) -> logits [B, T, vocab_size];
     /// position t sees tokens 0..t only.
     Tensor forward(const Tensor& tokens) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "CharTransformer"; }
     const CharTransformerOptions& options() const { return options_; }
     /// Turns options().checkpoint_blocks on or off (it changes no parameter).

@@ -31,6 +31,7 @@ public:
     explicit RowLSTM(const RowLSTMOptions& options = {});
     /// x: [N, 1, rows, row_size], [N, rows, row_size] or [N, rows * row_size] -> logits [N, num_classes].
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "RowLSTM"; }
     const RowLSTMOptions& options() const { return options_; }
 

@@ -39,6 +39,7 @@ public:
     explicit VisionTransformer(const VisionTransformerOptions& options = {});
     /// x: [N, C, H, W], or [N, C * H * W] (flattened images) -> logits [N, num_classes].
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "VisionTransformer"; }
     const VisionTransformerOptions& options() const { return options_; }
 

@@ -15,6 +15,7 @@ namespace normnet {
 class NORMNET_API ReLU : public Cloneable<ReLU> {
 public:
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "ReLU"; }
 };
 
@@ -28,6 +29,7 @@ class NORMNET_API GELU : public Module {
 public:
     explicit GELU(GELUOptions options = {});
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "GELU"; }
     std::string extra_repr() const override;
     const GELUOptions& options() const { return options_; }
@@ -40,6 +42,7 @@ private:
 class NORMNET_API Tanh : public Module {
 public:
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Tanh"; }
 };
 
@@ -47,6 +50,7 @@ public:
 class NORMNET_API Sigmoid : public Module {
 public:
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Sigmoid"; }
 };
 
@@ -54,6 +58,7 @@ public:
 class NORMNET_API SiLU : public Module {
 public:
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "SiLU"; }
 };
 
@@ -67,6 +72,7 @@ class NORMNET_API LeakyReLU : public Module {
 public:
     explicit LeakyReLU(LeakyReLUOptions options = {});
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LeakyReLU"; }
     std::string extra_repr() const override;
     const LeakyReLUOptions& options() const { return options_; }
@@ -85,6 +91,7 @@ class NORMNET_API ELU : public Module {
 public:
     explicit ELU(ELUOptions options = {});
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "ELU"; }
     std::string extra_repr() const override;
     const ELUOptions& options() const { return options_; }
@@ -105,6 +112,7 @@ class NORMNET_API Softplus : public Module {
 public:
     explicit Softplus(SoftplusOptions options = {});
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Softplus"; }
     std::string extra_repr() const override;
     const SoftplusOptions& options() const { return options_; }
@@ -124,6 +132,7 @@ public:
     explicit Softmax(SoftmaxOptions options);
     explicit Softmax(int dim) : Softmax(SoftmaxOptions{dim}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Softmax"; }
     std::string extra_repr() const override;
     const SoftmaxOptions& options() const { return options_; }
@@ -138,6 +147,7 @@ public:
     explicit LogSoftmax(SoftmaxOptions options);
     explicit LogSoftmax(int dim) : LogSoftmax(SoftmaxOptions{dim}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LogSoftmax"; }
     std::string extra_repr() const override;
     const SoftmaxOptions& options() const { return options_; }

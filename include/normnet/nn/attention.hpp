@@ -47,6 +47,7 @@ public:
                                        bool is_causal = false);
     /// Self-attention without masks: forward(x, x, x) without the weights.
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "MultiheadAttention"; }
     /// Draws the initial values again, as PyTorch's _reset_parameters.
     void reset_parameters();

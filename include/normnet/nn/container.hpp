@@ -99,6 +99,7 @@ class NORMNET_API Sequential : public IndexedModules<Sequential> {
 public:
     using IndexedModules::IndexedModules;
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Sequential"; }
 };
 

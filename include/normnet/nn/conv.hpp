@@ -37,6 +37,7 @@ public:
     Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size)
         : Conv2d(Conv2dOptions{in_channels, out_channels, kernel_size}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Conv2d"; }
     std::string extra_repr() const override;
     /// Draws fresh initial values from the default generator.

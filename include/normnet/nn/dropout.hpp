@@ -22,6 +22,7 @@ public:
     /// Dropout(0.2), as torch::nn::Dropout(0.2).
     explicit Dropout(double p = 0.5) : Dropout(DropoutOptions{p}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Dropout"; }
     std::string extra_repr() const override;
     const DropoutOptions& options() const { return options_; }

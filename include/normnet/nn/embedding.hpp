@@ -30,6 +30,7 @@ public:
         : Embedding(EmbeddingOptions{num_embeddings, embedding_dim, padding_idx}) {}
     /// indices: int64 of any shape, each in [0, num_embeddings).
     Tensor forward(const Tensor& indices) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Embedding"; }
     std::string extra_repr() const override;
     /// Draws weight from N(0, 1) again and zeroes the padding_idx row.

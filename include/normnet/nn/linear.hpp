@@ -29,6 +29,7 @@ public:
     Linear(int64_t in_features, int64_t out_features, bool bias = true)
         : Linear(LinearOptions{in_features, out_features, bias}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Linear"; }
     std::string extra_repr() const override;
     /// Draws fresh initial values from the default generator.
@@ -47,6 +48,7 @@ private:
 class NORMNET_API Identity : public Cloneable<Identity> {
 public:
     Tensor forward(const Tensor& x) override { return x; }
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Identity"; }
 };
 
@@ -63,6 +65,7 @@ public:
     /// Flatten(0, -1), as torch::nn::Flatten(FlattenOptions().start_dim(0)).
     Flatten(int64_t start_dim, int64_t end_dim = -1) : Flatten(FlattenOptions{start_dim, end_dim}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Flatten"; }
     std::string extra_repr() const override;
     const FlattenOptions& options() const { return options_; }
@@ -83,6 +86,7 @@ public:
     explicit Unflatten(const UnflattenOptions& options);
     Unflatten(int64_t dim, std::vector<int64_t> sizes) : Unflatten(UnflattenOptions{dim, std::move(sizes)}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "Unflatten"; }
     std::string extra_repr() const override;
     const UnflattenOptions& options() const { return options_; }

@@ -34,6 +34,7 @@ public:
     LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5)
         : LayerNorm(LayerNormOptions{std::move(normalized_shape), eps}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LayerNorm"; }
     std::string extra_repr() const override;
     /// Sets the parameters back to their initial values (weight 1, bias 0).
@@ -106,6 +107,7 @@ private:
 class NORMNET_API BatchNormBase : public NormBase {
 public:
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     /// relu(max_pool2d(forward(x), 2)), a CNN block's norm -> MaxPool2d(2) -> ReLU, as one op
     /// where the norm's op fuses it (*_max_pool2d_relu); the same state updates as forward.
     Tensor forward_max_pool2d_relu(const Tensor& x);
@@ -178,6 +180,7 @@ public:
     /// InstanceNorm2d(32), as torch::nn::InstanceNorm2d(32).
     explicit InstanceNorm2d(int64_t num_features) : InstanceNorm2d(InstanceNorm2dOptions{num_features}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     /// relu(max_pool2d(forward(x), 2)), a CNN block's norm -> MaxPool2d(2) -> ReLU, as one op
     /// where the norm's op fuses it (*_max_pool2d_relu); the same state updates as forward.
     Tensor forward_max_pool2d_relu(const Tensor& x);
@@ -210,6 +213,7 @@ public:
     GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true)
         : GroupNorm(GroupNormOptions{num_groups, num_channels, eps, affine}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     /// relu(max_pool2d(forward(x), 2)), a CNN block's norm -> MaxPool2d(2) -> ReLU, as one op
     /// where the norm's op fuses it (*_max_pool2d_relu); the same state updates as forward.
     Tensor forward_max_pool2d_relu(const Tensor& x);
@@ -241,6 +245,7 @@ public:
     /// RMSNorm({300}), as torch.nn.RMSNorm(300).
     RMSNorm(std::vector<int64_t> normalized_shape) : RMSNorm(RMSNormOptions{std::move(normalized_shape)}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "RMSNorm"; }
     std::string extra_repr() const override;
     /// Sets the parameters back to their initial values (weight 1, bias 0).
@@ -267,6 +272,7 @@ public:
     explicit SequenceBatchNorm(const BatchNorm1dOptions& options) : BatchNormBase(options, "SequenceBatchNorm") {}
     explicit SequenceBatchNorm(int64_t num_features) : SequenceBatchNorm(BatchNorm1dOptions{num_features}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "SequenceBatchNorm"; }
     std::shared_ptr<Module> clone() const override { return clone_of(*this); }
 

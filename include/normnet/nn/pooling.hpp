@@ -30,6 +30,7 @@ public:
     /// MaxPool2d(2), as torch::nn::MaxPool2d(2).
     explicit MaxPool2d(Size2 kernel_size) : MaxPool2d(MaxPool2dOptions{kernel_size}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     /// The output and the int64 index of each maximum in its input plane (torch's forward_with_indices).
     std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
     std::string type_name() const override { return "MaxPool2d"; }
@@ -59,6 +60,7 @@ public:
     /// AvgPool2d(2), as torch::nn::AvgPool2d(2).
     explicit AvgPool2d(Size2 kernel_size) : AvgPool2d(AvgPool2dOptions{kernel_size}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "AvgPool2d"; }
     std::string extra_repr() const override;
     /// The options given at construction.
@@ -81,6 +83,7 @@ public:
     /// AdaptiveAvgPool2d(1) or AdaptiveAvgPool2d({2, 3}), as torch::nn::AdaptiveAvgPool2d.
     explicit AdaptiveAvgPool2d(Size2 output_size) : AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions{output_size}) {}
     Tensor forward(const Tensor& x) override;
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "AdaptiveAvgPool2d"; }
     std::string extra_repr() const override;
     /// The options given at construction.

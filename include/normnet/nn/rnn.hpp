@@ -88,6 +88,7 @@ public:
                                                            const Tensor& lengths = {});
     /// The output alone.
     Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, {})); }
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LSTM"; }
     std::shared_ptr<Module> clone() const override;
 };
@@ -100,6 +101,7 @@ public:
     /// input as LSTM's, h0 [num_layers, N, H] or undefined -> (output, h_n [num_layers, N, H]).
     std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0, const Tensor& lengths = {});
     Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, Tensor{})); }
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "GRU"; }
     std::shared_ptr<Module> clone() const override;
 };
@@ -130,6 +132,7 @@ public:
     std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx,
                                                            const Tensor& lengths = {});
     Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, {})); }
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LayerNormLSTM"; }
     std::shared_ptr<Module> clone() const override;
     const LayerNormLSTMOptions& ln_options() const { return ln_options_; }

@@ -53,6 +53,7 @@ public:
     Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
                    bool is_causal = false);
     Tensor forward(const Tensor& src) override { return forward(src, Tensor{}); }
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "TransformerEncoderLayer"; }
     const TransformerEncoderLayerOptions& options() const { return options_; }
     /// Recomputes the feed-forward network's hidden activations in backward instead of keeping
@@ -87,6 +88,7 @@ public:
     Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
                    bool is_causal = false);
     Tensor forward(const Tensor& src) override { return forward(src, Tensor{}); }
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "TransformerEncoder"; }
     const TransformerEncoderOptions& options() const { return options_; }
     /// Layer i.
