@@ -1,6 +1,7 @@
 // Helpers of the ONNX tests: the runtimes that check and run exported files (python3-onnx's
-// checker, tests/onnx/check_onnx.py; ONNX Runtime from npm, tests/onnx/ort_run.js), raw tensor
-// files for them, and the comparison of their outputs with normnet's.
+// checker, tests/onnx/check_onnx.py; ONNX Runtime from npm, tests/onnx/ort_run.js; OpenCV's dnn
+// module, normnet_opencv_run), raw tensor files for them, and the comparison of their outputs
+// with normnet's.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -62,6 +63,14 @@ inline std::string onnxruntime_missing() {
     return "";
 }
 
+/// Why OpenCV's dnn module cannot run here, or "".
+inline std::string opencv_missing() {
+    if (std::string(NORMNET_OPENCV_RUN).empty()) {
+        return "normnet_opencv_run was not built (no libopencv-dnn-dev, or a sanitizer build)";
+    }
+    return "";
+}
+
 /// Runs check_onnx.py on the files: the checker's full check and strict shape inference. Returns
 /// its report; a failure fails the test with it.
 inline std::string check_with_onnx(const std::vector<std::string>& files) {
@@ -100,7 +109,7 @@ struct RuntimeResult {
     Tensor output;
 };
 
-enum class Runtime { onnxruntime };
+enum class Runtime { onnxruntime, opencv };
 
 /// A model to run on a raw input file (`dtype` values of `input_shape`, fed in batches of
 /// `batch`, the last one smaller), giving an output of `output_shape`.
@@ -113,8 +122,8 @@ struct Job {
 };
 
 /// Runs the jobs in one process of the runtime and reads back their outputs.
-inline std::vector<RuntimeResult> run_models([[maybe_unused]] Runtime runtime, const std::vector<Job>& jobs, const std::string& manifest_path) {
-    const char* suffix = ".ort.out";
+inline std::vector<RuntimeResult> run_models(Runtime runtime, const std::vector<Job>& jobs, const std::string& manifest_path) {
+    const char* suffix = runtime == Runtime::onnxruntime ? ".ort.out" : ".opencv.out";
     nlohmann::json list = nlohmann::json::array();
     for (const Job& j : jobs) {
         list.push_back({{"model", j.model},
@@ -125,8 +134,11 @@ inline std::vector<RuntimeResult> run_models([[maybe_unused]] Runtime runtime, c
                         {"output", j.model + suffix}});
     }
     std::ofstream(manifest_path) << nlohmann::json{{"jobs", list}}.dump();
-    const std::string command = quoted(NORMNET_NODE) + " " + quoted(std::string(NORMNET_ONNX_TOOLS) + "/ort_run.js") + " " +
-                                quoted(NORMNET_ONNXRUNTIME_DIR) + " " + quoted(manifest_path);
+    const std::string command =
+        runtime == Runtime::onnxruntime
+            ? quoted(NORMNET_NODE) + " " + quoted(std::string(NORMNET_ONNX_TOOLS) + "/ort_run.js") + " " +
+                  quoted(NORMNET_ONNXRUNTIME_DIR) + " " + quoted(manifest_path)
+            : quoted(NORMNET_OPENCV_RUN) + " " + quoted(manifest_path);
     const CommandResult r = run_command(command);
     INFO(r.out);
     REQUIRE(r.status == 0);

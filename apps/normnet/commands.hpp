@@ -91,6 +91,7 @@ void add_optimizer_options(CLI::App& cmd, RunConfig& c);
 void add_demo_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 /// `normnet lm train` and `normnet lm sample`, training the models `factory` builds.

@@ -190,6 +190,7 @@ const ModelKind& cnn_model() {
         .parameters = parameters,
         .build = build,
         .gemm_products = gemm_products,
+        .onnx_input = image_dims,
     };
     return kind;
 }

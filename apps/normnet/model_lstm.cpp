@@ -106,6 +106,8 @@ const ModelKind& lstm_model() {
         .parameters = parameters,
         .build = build,
         .gemm_products = gemm_products,
+        // Its input as a sequence: [steps, pixels per step].
+        .onnx_input = [](const ModelSpec& spec) { return std::vector<int64_t>{image_of(spec).height, image_of(spec).width}; },
     };
     return kind;
 }

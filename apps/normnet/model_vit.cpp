@@ -148,6 +148,7 @@ const ModelKind& vit_model() {
         .parameters = parameters,
         .build = build,
         .gemm_products = gemm_products,
+        .onnx_input = image_dims,
     };
     return kind;
 }

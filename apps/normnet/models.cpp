@@ -44,6 +44,11 @@ ImageShape image_of(const ModelSpec& spec) {
     return {i.at(0), i.at(1), i.at(2)};
 }
 
+std::vector<int64_t> image_dims(const ModelSpec& spec) {
+    const ImageShape im = image_of(spec);
+    return {im.channels, im.height, im.width};
+}
+
 void check_image(const ModelSpec& spec, const std::string& where) {
     const auto& image = spec.size("image");
     NORMNET_CHECK(image.size() == 3, where, ": image must be [channels, height, width], got ", image.size(), " sizes");

@@ -69,6 +69,9 @@ struct ModelKind {
     std::shared_ptr<Module> (*build)(const ModelSpec& spec) = nullptr;
     /// The matrix products of one training step at `batch` (bench's GEMM floor).
     std::vector<FloorLayer> (*gemm_products)(const ModelSpec& spec, int64_t batch) = nullptr;
+    /// One sample as the exported ONNX graph takes it (`normnet export`): images [C, H, W], rows
+    /// of pixels [H, W]; null: the loader's row of `inputs` values.
+    std::vector<int64_t> (*onnx_input)(const ModelSpec& spec) = nullptr;
 };
 
 /// The registry, in the order help texts list it.
@@ -89,6 +92,8 @@ struct ImageShape {
     int64_t channels, height, width;
 };
 ImageShape image_of(const ModelSpec& spec);
+/// The image as [C, H, W] (an onnx_input of the image models).
+std::vector<int64_t> image_dims(const ModelSpec& spec);
 /// Checks that "image" has three sizes whose product is spec.inputs; messages start with `where`.
 void check_image(const ModelSpec& spec, const std::string& where);
 

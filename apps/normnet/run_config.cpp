@@ -53,6 +53,14 @@ const std::vector<std::string>& dataset_names() {
     return names;
 }
 
+const std::vector<std::string>& dataset_class_names(const std::string& dataset) {
+    static const std::vector<std::string> digits{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+    // Fashion-MNIST's labels 0-9, as its authors name them.
+    static const std::vector<std::string> fashion{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                  "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    return dataset == "fashion-mnist" ? fashion : digits;
+}
+
 std::string choices_text(const std::vector<std::string>& names) {
     std::string s;
     for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];

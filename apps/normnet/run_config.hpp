@@ -66,6 +66,8 @@ const std::vector<ScheduleKind>& schedule_kinds();
 
 /// The datasets (--dataset).
 const std::vector<std::string>& dataset_names();
+/// The class names of a dataset (--dataset), in label order.
+const std::vector<std::string>& dataset_class_names(const std::string& dataset);
 
 /// The names of a table's rows, for CLI::IsMember and messages ("sgd, adam or adamw").
 template <class Row>
