@@ -43,11 +43,10 @@ ExportableModel image_model(const SafetensorsData& checkpoint) {
     classes.resize(static_cast<size_t>(spec.classes));
     o.input_name = "image";
     o.output_name = "logits";
-    o.input_doc = "float32 " + dims_text([&] {
-        onnx::Ints s = o.input_shape.empty() ? onnx::Ints{spec.inputs} : o.input_shape;
-        s.insert(s.begin(), onnx::kBatch);
-        return s;
-    }()) + ": " + config.dataset + " images, each pixel's uint8 value / 255 (0 black, 1 white), rows top to bottom";
+    onnx::Ints graph_input = o.input_shape.empty() ? onnx::Ints{spec.inputs} : o.input_shape;
+    graph_input.insert(graph_input.begin(), onnx::kBatch);
+    o.input_doc = "float32 " + dims_text(graph_input) + ": " + config.dataset +
+                  " images, each pixel's uint8 value / 255 (0 black, 1 white), rows top to bottom";
     o.output_doc = "float32 [N, " + std::to_string(spec.classes) +
                    "]: class scores (logits; softmax gives probabilities), classes in the metadata 'classes'";
     o.graph_name = spec.str();
