@@ -442,6 +442,46 @@ def dist_scaling(ctx):
     return {"dist-scaling": f"{text_block(cmd, out)}\n\n{duration(seconds)} wall time. {provenance('dist-scaling')}"}
 
 
+# ------------------------------------------------------------------------------------ ONNX export
+
+ONNX_GUIDE = ("normnet train --model cnn --out runs/onnx-cnn", "normnet train --model cnn --epochs 1 --limit 500 --out runs/onnx-cnn")
+ONNX_RUN = ("normnet export --checkpoint runs/onnx-cnn",
+            "normnet eval --checkpoint runs/onnx-cnn",
+            "node apps/examples/onnx/classify_onnxruntime.js runs/onnx-cnn/model.onnx /usr/share/datasets/fashion-mnist",
+            "{build}/apps/examples/classify_opencv runs/onnx-cnn/model.onnx /usr/share/datasets/fashion-mnist")
+
+
+ONNX_MODELS = ("normnet_tests [onnx][cli][runtime]",
+               "normnet_tests 'normnet export: the MLP under every normalisation runs in ONNX Runtime as in normnet'")
+
+
+@job("onnx-models", ["onnx-models"],
+     "docs/onnx.md's table: every CLI model and norm trained briefly, exported, checked, run in ONNX Runtime and OpenCV")
+def onnx_models(ctx):
+    # tests/test_onnx_cli.cpp prints one Markdown table per model; here they become one.
+    command = ONNX_MODELS[1] if ctx.quick else ONNX_MODELS[0]
+    out, seconds, _ = ctx.run(command.replace("normnet_tests", str(ctx.build / "tests" / "normnet_tests"), 1))
+    lines = [line for line in out.splitlines() if line.startswith("| ")]
+    header = [line for line in out.splitlines() if line.startswith("|---")][:1]
+    rows = [line for line in lines if not line.startswith("| Model, norm |")]
+    table = "\n".join(lines[:1] + header + rows)
+    return {"onnx-models": f"`build/tests/{command}`:\n\n{table}\n\n{duration(seconds)} wall time. {provenance('onnx-models')}"}
+
+
+@job("onnx-guide", ["onnx-guide"],
+     "docs/onnx.md's example: the CNN trained, exported, evaluated by normnet, ONNX Runtime (JavaScript) and OpenCV (C++)")
+def onnx_guide(ctx):
+    train = ctx.training(ONNX_GUIDE[1] if ctx.quick else ONNX_GUIDE[0])
+    out, seconds, _ = ctx.run(train)
+    parts = [text_block(train, out), f"{duration(seconds)} wall time."]
+    for command in ONNX_RUN:
+        shown = command.replace("{build}", os.path.relpath(ctx.build, ROOT))
+        run_out, _, _ = ctx.run(command.replace("{build}", str(ctx.build)))
+        parts.append(text_block(shown, run_out))
+    remove_run("runs/onnx-cnn")
+    return {"onnx-guide": "\n\n".join(parts) + "\n\n" + provenance("onnx-guide")}
+
+
 # ------------------------------------------------------------------------------- the test suite
 
 SUITE_PARTS = {  # test-name prefix -> what that part of the suite is
@@ -511,7 +551,8 @@ BLOCKS = {block: name for name, j in JOBS.items() for block in j.blocks}
 # Every command the jobs run, full and quick (tests/docs/check_docs.py checks their options).
 COMMANDS = ([c for _, full, quick in RECIPES.values() for c in (full, quick)] + [SAMPLE]
             + [c for pair in list(BENCH.values()) + list(PEERS.values()) for c in pair]
-            + [c for _, _, full, quick, _ in COMPARE.values() for c in (full, quick)] + list(SCALING))
+            + [c for _, _, full, quick, _ in COMPARE.values() for c in (full, quick)] + list(SCALING)
+            + list(ONNX_GUIDE) + list(ONNX_RUN[:2]))
 
 
 # ------------------------------------------------------------------------------------ writing

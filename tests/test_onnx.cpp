@@ -471,3 +471,124 @@ TEST_CASE("onnx: export leaves the module's modes and state as they were", "[onn
     const NamedTensors after = net.state_dict();
     for (size_t i = 0; i < after.size(); ++i) CHECK(bit_equal(after[i].second, copies[i]));
 }
+
+namespace {
+
+// One row of docs/onnx.md's operator table: a module in one configuration.
+struct OpsRow {
+    std::string module, configuration;
+    ModuleCase example;
+};
+
+std::vector<OpsRow> ops_rows() {
+    const auto rows = [](int64_t f) { return [=](int64_t n) { return normal({f}, n); }; };
+    const auto seqs = [](int64_t t, int64_t f) { return [=](int64_t n) { return normal({t, f}, n); }; };
+    const auto images = [](int64_t c, int64_t h, int64_t w) { return [=](int64_t n) { return normal({c, h, w}, n); }; };
+    const auto tokens = [](int64_t n) { return zeros({n, 4}, kInt64); };
+    const auto layer = [](const std::string& norm, bool pre) {
+        return [=] {
+            return std::make_shared<TransformerEncoderLayer>(TransformerEncoderLayerOptions{
+                .d_model = 8, .nhead = 2, .dim_feedforward = 16, .activation = "gelu", .batch_first = true, .norm_first = pre, .norm = norm});
+        };
+    };
+    return {
+        {"Sequential", "", {"", [] { return std::make_shared<Sequential>(Sequential{Linear(4, 4), ReLU()}); }, rows(4)}},
+        {"Linear", "on [N, F]", {"", make<Linear>(4, 3), rows(4)}},
+        {"Linear", "on [N, T, F]", {"", make<Linear>(4, 3), seqs(2, 4)}},
+        {"Identity, Dropout", "alone (in a model: no node)", {"", make<Identity>(), rows(4)}},
+        {"Flatten", "from dimension 1", {"", make<Flatten>(), images(2, 3, 3)}},
+        {"Flatten", "other dimensions", {"", [] { return std::make_shared<Flatten>(2, 3); }, images(2, 3, 3)}},
+        {"Unflatten", "", {"", [] { return std::make_shared<Unflatten>(1, std::vector<int64_t>{2, 2}); }, rows(4)}},
+        {"ReLU", "", {"", make<ReLU>(), rows(4)}},
+        {"GELU", "exact", {"", make<GELU>(), rows(4)}},
+        {"GELU", "tanh", {"", [] { return std::make_shared<GELU>(GELUOptions{"tanh"}); }, rows(4)}},
+        {"Tanh", "", {"", make<Tanh>(), rows(4)}},
+        {"Sigmoid", "", {"", make<Sigmoid>(), rows(4)}},
+        {"SiLU", "", {"", make<SiLU>(), rows(4)}},
+        {"LeakyReLU", "", {"", make<LeakyReLU>(), rows(4)}},
+        {"ELU", "", {"", make<ELU>(), rows(4)}},
+        {"Softplus", "beta 1, threshold >= 20", {"", make<Softplus>(), rows(4)}},
+        {"Softplus", "other beta or threshold", {"", [] { return std::make_shared<Softplus>(SoftplusOptions{2.0, 10.0}); }, rows(4)}},
+        {"Softmax", "", {"", [] { return std::make_shared<Softmax>(1); }, rows(4)}},
+        {"LogSoftmax", "", {"", [] { return std::make_shared<LogSoftmax>(1); }, rows(4)}},
+        {"LayerNorm", "opset 17", {"", [] { return std::make_shared<LayerNorm>(std::vector<int64_t>{4}); }, rows(4)}},
+        {"LayerNorm", "opsets 13-16", {"", [] { return std::make_shared<LayerNorm>(std::vector<int64_t>{4}); }, rows(4), 16}},
+        {"RMSNorm", "", {"", [] { return std::make_shared<RMSNorm>(std::vector<int64_t>{4}); }, rows(4)}},
+        {"BatchNorm1d, BatchNorm2d", "running statistics", {"", make<BatchNorm2d>(2), images(2, 3, 3)}},
+        {"BatchNorm1d, BatchNorm2d", "no running statistics (the batch's own)",
+         {"", [] { return std::make_shared<BatchNorm1d>(BatchNorm1dOptions{.num_features = 4, .track_running_stats = false}); }, rows(4)}},
+        {"SequenceBatchNorm", "on [N, T, C]", {"", make<SequenceBatchNorm>(4), seqs(2, 4)}},
+        {"InstanceNorm2d", "", {"", [] { return std::make_shared<InstanceNorm2d>(InstanceNorm2dOptions{.num_features = 2, .affine = true}); },
+                                images(2, 3, 3)}},
+        {"InstanceNorm2d", "running statistics",
+         {"", [] { return std::make_shared<InstanceNorm2d>(InstanceNorm2dOptions{.num_features = 2, .track_running_stats = true}); },
+          images(2, 3, 3)}},
+        {"GroupNorm", "", {"", make<GroupNorm>(2, 4), images(4, 3, 3)}},
+        {"Conv2d", "", {"", make<Conv2d>(2, 3, 3), images(2, 5, 5)}},
+        {"MaxPool2d", "", {"", make<MaxPool2d>(2), images(2, 4, 4)}},
+        {"AvgPool2d", "", {"", make<AvgPool2d>(2), images(2, 4, 4)}},
+        {"AdaptiveAvgPool2d", "output 1x1", {"", make<AdaptiveAvgPool2d>(1), images(2, 4, 4)}},
+        {"AdaptiveAvgPool2d", "equal windows", {"", make<AdaptiveAvgPool2d>(2), images(2, 4, 4)}},
+        {"Embedding", "", {"", make<Embedding>(5, 3), tokens}},
+        {"MultiheadAttention", "self-attention",
+         {"", [] { return std::make_shared<MultiheadAttention>(MultiheadAttentionOptions{.embed_dim = 8, .num_heads = 2, .batch_first = true}); },
+          seqs(3, 8)}},
+        {"TransformerEncoderLayer", "pre-LN, GELU, LayerNorm", {"", layer("layer", true), seqs(3, 8)}},
+        {"TransformerEncoderLayer", "post-LN, GELU, BatchNorm", {"", layer("batch", false), seqs(3, 8)}},
+        {"LSTM", "", {"", [] { return std::make_shared<LSTM>(LSTMOptions{.input_size = 3, .hidden_size = 4, .batch_first = true}); }, seqs(2, 3)}},
+        {"GRU", "", {"", [] { return std::make_shared<GRU>(GRUOptions{.input_size = 3, .hidden_size = 4, .batch_first = true}); }, seqs(2, 3)}},
+        {"LayerNormLSTM", "unrolled over its steps",
+         {"", [] { return std::make_shared<LayerNormLSTM>(LayerNormLSTMOptions{.input_size = 3, .hidden_size = 4, .batch_first = true}); },
+          seqs(2, 3)}},
+        {"models::VisionTransformer", "LayerNorm",
+         {"", [] {
+              return std::make_shared<models::VisionTransformer>(models::VisionTransformerOptions{
+                  .image_size = 4, .patch_size = 2, .num_classes = 3, .d_model = 8, .num_layers = 1, .num_heads = 2, .dim_feedforward = 8});
+          },
+          images(1, 4, 4)}},
+        {"models::RowLSTM", "LayerNorm LSTM",
+         {"", [] { return std::make_shared<models::RowLSTM>(models::RowLSTMOptions{.rows = 2, .row_size = 3, .hidden_size = 4}); }, seqs(2, 3)}},
+        {"models::CharTransformer", "LayerNorm",
+         {"", [] {
+              return std::make_shared<models::CharTransformer>(
+                  models::CharTransformerOptions{.vocab_size = 5, .context = 4, .d_model = 8, .n_layers = 1, .n_heads = 2});
+          },
+          tokens}},
+    };
+}
+
+std::string ops_table() {
+    std::string table = "| Module | Case | ONNX operators |\n|---|---|---|\n";
+    for (const OpsRow& r : ops_rows()) {
+        const auto m = r.example.make();
+        nnx::ExportOptions options;
+        options.opset = r.example.opset;
+        nnx::ExportInfo info;
+        nnx::export_to_string(*m, r.example.input(2), options, &info);
+        std::string ops;
+        for (const auto& op : info.op_types) ops += (ops.empty() ? "" : ", ") + op;
+        table += "| " + r.module + " | " + r.configuration + " | " + (ops.empty() ? "(none: its input)" : ops) + " |\n";
+    }
+    return table;
+}
+
+}  // namespace
+
+// The table in docs/onnx.md is this program's output: regenerate it with NORMNET_UPDATE_DOCS=1.
+TEST_CASE("onnx: docs/onnx.md's operator table is what the exporter writes", "[onnx][docs]") {
+    const std::string path = std::string(NORMNET_SOURCE_DIR) + "/docs/onnx.md";
+    const std::string begin = "<!-- onnx-ops-table: made by tests/test_onnx.cpp -->\n", end = "<!-- /onnx-ops-table -->";
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const size_t from = text.find(begin), to = text.find(end);
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    const std::string table = ops_table();
+    if (std::getenv("NORMNET_UPDATE_DOCS") != nullptr) {
+        text.replace(from + begin.size(), to - from - begin.size(), table);
+        std::ofstream(path) << text;
+    }
+    INFO("the table as the exporter writes it (NORMNET_UPDATE_DOCS=1 writes it into " << path << "):\n" << table);
+    CHECK(text.substr(from + begin.size(), to - from - begin.size()) == table);
+}

@@ -2,7 +2,8 @@
 // as a Module subclass that registers its own children, a parameter and a buffer, and nothing
 // else: printing, state_dict, checkpoints, optimizers, train()/eval() and gradcheck then work
 // on it as on any built-in layer. A model of two blocks is trained on MNIST with AdamW, a cosine
-// schedule and gradient clipping, saved, and loaded back into a fresh model.
+// schedule and gradient clipping, saved, loaded back into a fresh model, and exported as ONNX
+// (the block writes its own ONNX form, to_onnx).
 //   residual_block [--data data/mnist] [--epochs 2] [--limit N (first N images; 0: all)]
 //                  [--hidden 128] [--save residual_block.safetensors]
 #include <normnet/normnet.hpp>
@@ -33,6 +34,10 @@ public:
         return x + gamma * (*fc)(relu((*norm)(x)));
     }
     std::string extra_repr() const override { return "features=" + std::to_string(features_); }
+    // Its ONNX form (docs/onnx.md): the children through their own, gamma stored under its name.
+    onnx::Value to_onnx(onnx::GraphBuilder& g, const onnx::Value& x) const override {
+        return g.add(x, g.mul(g.tensor(gamma, "gamma"), g.call(*fc, g.relu(g.call(*norm, x)))));
+    }
 
     std::shared_ptr<LayerNorm> norm;
     std::shared_ptr<Linear> fc;
@@ -109,6 +114,14 @@ int main(int argc, char** argv) try {
     const auto block = restored.at<ResidualBlock>(1);
     std::printf("reloaded from %s: test accuracy %.2f%%, block 1 saw %.0f batches\n", save_to.c_str(), again,
                 block->batches_seen.item());
+    // The same model as ONNX for other runtimes: it takes pixels / 255 and standardises them itself.
+    onnx::ExportOptions onnx_options;
+    onnx_options.input_mean = full({784}, 0.1307f);
+    onnx_options.input_std = full({784}, 0.3081f);
+    const std::string onnx_file = save_to.substr(0, save_to.rfind('.')) + ".onnx";
+    const onnx::ExportInfo info = onnx::export_model(model, zeros({1, 784}), onnx_file, onnx_options);
+    std::printf("exported to %s: %lld nodes, %lld bytes\n", onnx_file.c_str(), static_cast<long long>(info.nodes),
+                static_cast<long long>(info.bytes));
     return again == accuracy(model, test_loader) ? 0 : 1;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "residual_block: error: %s\n", e.what());
