@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <numbers>
 #include <ostream>
 #include <sstream>
@@ -161,12 +162,22 @@ void* Tensor::typed_data(Dtype expected) const {
 }
 
 namespace {
+// value as a T, as torch converts on x86: a float or double to int64 truncates toward zero, and
+// NaN or a value beyond int64's range gives INT64_MIN (a plain cast is undefined behaviour there).
+template <class T, class S>
+T convert(S value) {
+    if constexpr (std::is_same_v<T, int64_t> && std::is_floating_point_v<S>) {
+        if (!(value >= -0x1p63 && value < 0x1p63)) return std::numeric_limits<int64_t>::min();
+    }
+    return static_cast<T>(value);
+}
+
 // Element `offset` (in elements, from the storage's start) of t, converted to T.
 template <class T>
 T element(const detail::TensorImpl& t, int64_t offset) {
     return detail::visit_dtype(t.dtype, [&](auto v) {
         using S = decltype(v);
-        return static_cast<T>(static_cast<const S*>(t.storage->data)[offset]);
+        return convert<T>(static_cast<const S*>(t.storage->data)[offset]);
     });
 }
 }  // namespace
@@ -264,7 +275,7 @@ Tensor& Tensor::fill_(double value) {
     check_inplace(*this, "fill_");
     detail::visit_dtype(dtype(), [&](auto v) {
         using T = decltype(v);
-        const T x = static_cast<T>(value);
+        const T x = convert<T>(value);
         if (is_contiguous()) {
             std::fill_n(data_ptr<T>(), numel(), x);
         } else {
@@ -372,7 +383,7 @@ Tensor full(const Shape& shape, double value, Dtype dtype) {
     Tensor t = empty(shape, dtype);
     detail::visit_dtype(dtype, [&](auto v) {
         using T = decltype(v);
-        std::fill_n(t.data_ptr<T>(), t.numel(), static_cast<T>(value));
+        std::fill_n(t.data_ptr<T>(), t.numel(), convert<T>(value));
     });
     return t;
 }

@@ -119,6 +119,7 @@ Shape strides_without(const Shape& strides, int dim) {
 template <class A, class B, class F>
 void walk_index(const Tensor& index, A* a, const Shape& sa, B* b, const Shape& sb, F&& f) {
     const detail::StridedLoop<3> loop(index.shape(), {sa, sb, index.strides()});
+    if (loop.numel() == 0) return;  // an empty index: nothing to walk (and no size to divide by)
     loop.run_range(std::tuple<A*, B*, const int64_t*>{a, b, index.data_ptr<int64_t>()}, 0, loop.numel(),
                    [&](const std::tuple<A*, B*, const int64_t*>& p, const std::array<int64_t, 3>& s, int64_t n) {
                        const auto [pa, pb, pi] = p;
