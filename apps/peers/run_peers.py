@@ -16,7 +16,6 @@ one; normnet always uses --normnet-threads. Standard library only: any python3 c
 script, while the PyTorch peer itself runs under --python (Debian's python3-torch).
 """
 import argparse
-import datetime
 import json
 import os
 import pathlib
@@ -263,7 +262,6 @@ def main():
         log(f"run_peers: no data for --model {args.model} in {args.data}; nothing to time")
         sys.exit(77)
     r = Runner(args)
-    started = datetime.datetime.now().astimezone()
     load_before = os.getloadavg()[0]
 
     settings = {("normnet", b): str(args.normnet_threads) for b in args.batch_sizes}
@@ -347,7 +345,7 @@ def main():
             per_batch.append(f"batch {b}: threads {settings[(impl, b)]}, rounds [{rounds}]{extra}")
         version = next((x.get("version") for x in runs.get((impl, args.batch_sizes[0]), [])), None)
         print(f"- {TITLES[impl]}{' ' + version if version else ''}: " + "; ".join(per_batch))
-    print(f"\nMachine: {machine()}. Date: {started:%Y-%m-%d %H:%M %Z}. "
+    print(f"\nMachine: {machine()}. "
           f"Load average (1 min) before/after: {load_before:.2f} / {os.getloadavg()[0]:.2f}. "
           "Thread setting T:B = T torch threads, B OpenBLAS threads.")
 
