@@ -55,14 +55,6 @@ const KnownBug kUnrecordedInplace{
     .what = "fill_, zero_ and copy_ refuse a tensor that requires grad (torch records them)",
     .matches = [](const Sample& s) { return s.dtypes.at(0) == kFloat32; }};
 
-const KnownBug kViewStrided{
-    .what = "view refuses every non-contiguous tensor (torch views those whose strides allow the new shape)",
-    .matches = [](const Sample& s) { return s.viewed.at(0); }};
-const KnownBug kCatPromotion{
-    .what = "cat and stack refuse tensors of different dtypes (torch promotes them)",
-    .matches = [](const Sample& s) {
-        return std::any_of(s.dtypes.begin(), s.dtypes.end(), [&](Dtype d) { return d != s.dtypes[0]; });
-    }};
 const KnownBug kInstanceNormEmpty{
     .what = "instance_norm refuses an empty batch with running statistics (torch 1.13 sets them to NaN, in eval too)",
     .matches = [](const Sample& s) { return s.shapes.at(0).numel() == 0 && s.arg("running").get<bool>(); },
@@ -407,8 +399,7 @@ std::vector<OpRow> shape_rows() {
     return {
         {.name = "reshape", .api = "reshape", .call = call([](In in, A a) { return reshape(in[0], a.dims("shape")); }),
          .also = {{"Tensor::reshape", call([](In in, A a) { return in[0].reshape(a.dims("shape")); })}}},
-        {.name = "view", .api = "Tensor::view", .call = call([](In in, A a) { return in[0].view(a.dims("shape")); }),
-         .known_bugs = {kViewStrided}},
+        {.name = "view", .api = "Tensor::view", .call = call([](In in, A a) { return in[0].view(a.dims("shape")); })},
         {.name = "flatten", .api = "flatten",
          .call = call([](In in, A a) { return flatten(in[0], a.i("start"), a.i("end")); }),
          .also = {{"Tensor::flatten", call([i](In in, A a) { return in[0].flatten(i(a, "start"), i(a, "end")); })}}},
@@ -453,10 +444,8 @@ std::vector<OpRow> shape_rows() {
         {.name = "unbind", .api = "unbind", .call = call([](In in, A a) { return unbind(in[0], a.i("dim")); }),
          .also = {{"Tensor::unbind", call([](In in, A a) { return in[0].unbind(a.i("dim")); })}}},
         {.name = "repeat", .api = "Tensor::repeat", .call = call([](In in, A a) { return in[0].repeat(a.dims("repeats")); })},
-        {.name = "cat", .api = "cat", .call = call([](In in, A a) { return cat(in, a.i("dim")); }),
-         .known_bugs = {kCatPromotion}},
-        {.name = "stack", .api = "stack", .call = call([](In in, A a) { return stack(in, a.i("dim")); }),
-         .known_bugs = {kCatPromotion}},
+        {.name = "cat", .api = "cat", .call = call([](In in, A a) { return cat(in, a.i("dim")); })},
+        {.name = "stack", .api = "stack", .call = call([](In in, A a) { return stack(in, a.i("dim")); })},
         {.name = "contiguous", .api = "Tensor::contiguous", .call = call([](In in, A) { return in[0].contiguous(); })},
         {.name = "clone", .api = "Tensor::clone", .call = call([](In in, A) { return in[0].clone(); })},
         {.name = "detach", .api = "Tensor::detach", .call = call([](In in, A) { return in[0].detach(); })},

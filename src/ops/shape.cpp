@@ -4,6 +4,7 @@
 // applies the same view to the layout of the input's contiguous gradient and writes the output
 // gradient through it. Copies: cat, stack, repeat, contiguous and clone.
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 
 #include "../strided.hpp"
@@ -62,15 +63,48 @@ struct Layout {
     int64_t offset = 0;
 };
 
+// The strides under which a tensor of `shape` and `strides` reads as `to` without a copy, as
+// torch's view: walking both shapes from the last dim, each run of dims that lies contiguously in
+// memory (stride[d - 1] == size[d] * stride[d]) is refilled by dims of `to` of the same element
+// count. Nothing when a dim of `to` would span two such runs.
+std::optional<Shape> view_strides(const Shape& shape, const Shape& strides, const Shape& to) {
+    Shape out;
+    for (int d = 0; d < to.size(); ++d) out.push_back(0);
+    if (shape.empty()) {  // a scalar: any shape of one element
+        for (int d = 0; d < to.size(); ++d) out[d] = 1;
+        return out;
+    }
+    if (shape.numel() == 0) {
+        if (shape == to) return strides;
+        return detail::contiguous_strides(to);
+    }
+    int v = to.size() - 1;
+    int64_t base = strides.back(), run = 1, filled = 1;
+    for (int d = shape.size() - 1; d >= 0; --d) {
+        run *= shape[d];
+        const bool run_ends = d == 0 || (shape[d - 1] != 1 && strides[d - 1] != run * base);
+        if (!run_ends) continue;
+        while (v >= 0 && (filled < run || to[v] == 1)) {
+            out[v] = filled * base;
+            filled *= to[v];
+            --v;
+        }
+        if (filled != run) return std::nullopt;
+        if (d > 0) base = strides[d - 1], run = 1, filled = 1;
+    }
+    if (v != -1) return std::nullopt;
+    return out;
+}
+
 // The layout of the view `a` of a tensor laid out as `in`.
 Layout apply_view(const Layout& in, const ViewArgs& a) {
     Layout out;
     out.offset = in.offset;
     const int nd = in.shape.size();
     switch (a.kind) {
-        case ViewKind::view:  // of a contiguous tensor
+        case ViewKind::view:  // Tensor::view has checked that the strides allow it
             out.shape = a.shape;
-            out.strides = detail::contiguous_strides(a.shape);
+            out.strides = *view_strides(in.shape, in.strides, a.shape);
             break;
         case ViewKind::transpose:
             out.shape = in.shape, out.strides = in.strides;
@@ -223,9 +257,11 @@ ViewArgs slice_args(int d, int64_t start, int64_t length, int64_t step) {
 }  // namespace
 
 Tensor Tensor::view(const Shape& shape) const {
-    NORMNET_CHECK(is_contiguous(), "view: the tensor of shape ", this->shape(), " is not contiguous; use reshape()");
     ViewArgs a;
     a.shape = infer_shape(shape, numel(), this->shape());
+    NORMNET_CHECK(view_strides(this->shape(), strides(), a.shape), "view: view size is not compatible with input "
+                  "tensor's size and stride (at least one dimension spans across two contiguous subspaces); use "
+                  "reshape() (shape ", this->shape(), ", strides ", strides(), ", view ", a.shape, ")");
     return make_view(*this, a);
 }
 
@@ -446,9 +482,22 @@ public:
     }
 };
 
+// The dtype tensors of dtypes a and b are promoted to, as torch: bool < int64 < float32.
+Dtype promoted(Dtype a, Dtype b) {
+    if (a == kFloat32 || b == kFloat32) return kFloat32;
+    return a == kInt64 || b == kInt64 ? kInt64 : kBool;
+}
+
 Tensor cat_or_stack(TensorList tensors, int64_t dim_in, bool stack) {
     const char* op = stack ? "stack" : "cat";
     NORMNET_CHECK(!tensors.empty(), op, ": expected a non-empty list of tensors");
+    Dtype dtype = tensors[0].dtype();
+    for (const Tensor& t : tensors) dtype = promoted(dtype, t.dtype());
+    if (std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.dtype() != dtype; })) {
+        std::vector<Tensor> same;  // mixed dtypes: each converted to the promoted one first
+        for (const Tensor& t : tensors) same.push_back(t.to(dtype));
+        return cat_or_stack(same, dim_in, stack);
+    }
     const Tensor* ref = &tensors[0];
     for (const Tensor& t : tensors) {
         if (stack || !skipped_by_cat(t)) {
@@ -462,8 +511,6 @@ Tensor cat_or_stack(TensorList tensors, int64_t dim_in, bool stack) {
     int64_t total = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const Tensor& t = tensors[i];
-        NORMNET_CHECK(t.dtype() == ref->dtype(), op, ": expected all tensors to have dtype ", ref->dtype(), ", got ",
-                      t.dtype(), " for tensor number ", i, " in the list");
         int64_t size = 0;
         if (stack) {
             NORMNET_CHECK(t.shape() == ref->shape(), "stack expects each tensor to be equal size, but got ",
