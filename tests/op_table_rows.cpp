@@ -29,13 +29,6 @@ const KnownBug kVarScalar{
     .deliberate = true};
 const KnownBug kIntMinMax{.what = "max, min, argmax and argmin refuse int64 inputs (torch takes them)",
                           .matches = [](const Sample& s) { return s.dtypes.at(0) == kInt64; }};
-const KnownBug kTopkScalar{
-    .what = "topk of a 0-d tensor with k 0 returns an uninitialised value (torch: the value)",
-    .matches = [](const Sample& s) { return s.shapes.at(0).size() == 0 && s.arg("k") == 0; },
-    .unsafe = true};
-const KnownBug kNormEmptyMin{
-    .what = "norm with p = -inf over no elements gives inf (torch 1.13: 0)",
-    .matches = [](const Sample& s) { return s.arg("p") == "-inf" && s.shapes.at(0).numel() == 0; }};
 const KnownBug kNanMaxGrad{
     .what = "the gradient of a NaN maximum or minimum goes to the NaN elements (torch 1.13: NaN to every element "
             "of the reduced slice)",
@@ -59,8 +52,6 @@ const KnownBug kInstanceNormEmpty{
     .what = "instance_norm refuses an empty batch with running statistics (torch 1.13 sets them to NaN, in eval too)",
     .matches = [](const Sample& s) { return s.shapes.at(0).numel() == 0 && s.arg("running").get<bool>(); },
     .deliberate = true};
-const KnownBug kConvNoChannels{.what = "conv2d takes a weight of 0 output channels (torch raises)",
-                               .matches = [](const Sample& s) { return s.shapes.at(1)[0] == 0; }};
 const KnownBug kLossBroadcast{
     .what = "the elementwise losses refuse a target of another shape (torch broadcasts it, warning that the "
             "result is likely wrong)",
@@ -345,7 +336,7 @@ std::vector<OpRow> reduce_rows() {
         {.name = "norm", .api = "norm",
          .call = call([](In in, A a) { return norm(in[0], a.num("p"), a.dims(), a.b("keepdim")); }),
          .also = {{"Tensor::norm", call([](In in, A a) { return in[0].norm(a.num("p"), a.dims(), a.b("keepdim")); })}},
-         .known_bugs = {kNormNanGrad, kNormEmptyMin}},
+         .known_bugs = {kNormNanGrad}},
         {.name = "norm_zero", .api = "norm",
          .call = call([](In in, A a) { return norm(in[0], a.num("p"), a.dims(), a.b("keepdim")); })},
         {.name = "norm_fro", .api = "norm",
@@ -378,8 +369,7 @@ std::vector<OpRow> reduce_rows() {
          .call = call([](In in, A a) { return topk(in[0], a.i("k"), a.i("dim"), a.b("largest"), a.b("sorted")); }),
          .also = {{"Tensor::topk",
                    call([](In in, A a) { return in[0].topk(a.i("k"), a.i("dim"), a.b("largest"), a.b("sorted")); })}},
-         .tie_indices = 1,
-         .known_bugs = {kTopkScalar}},
+         .tie_indices = 1},
         {.name = "cumsum", .api = "cumsum", .call = call([](In in, A a) { return cumsum(in[0], a.i("dim")); }),
          .also = {{"Tensor::cumsum", call([](In in, A a) { return in[0].cumsum(a.i("dim")); })}}},
         {.name = "cumsum_int", .api = "cumsum", .call = call([](In in, A a) { return cumsum(in[0], a.i("dim")); })},
@@ -582,8 +572,7 @@ std::vector<OpRow> nn_rows() {
         {.name = "conv2d", .api = "conv2d", .call = call([](In in, A a) {
              return conv2d(in[0], in[1], a.b("bias") ? in[2] : Tensor(), size2(a, "stride"), conv_padding(a),
                            size2(a, "dilation"), a.i("groups"));
-         }),
-         .known_bugs = {kConvNoChannels}},
+         })},
         {.name = "max_pool2d", .api = "max_pool2d", .call = call([](In in, A a) {
              return max_pool2d(in[0], size2(a, "kernel_size"), size2(a, "stride"), size2(a, "padding"),
                                size2(a, "dilation"), a.b("ceil_mode"));

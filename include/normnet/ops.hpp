@@ -247,6 +247,7 @@ Tensor std(const Tensor& x, const Dims& dims, B unbiased, bool keepdim = false) 
 NORMNET_API Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
 /// The vector p-norm over dims (all when empty): (Σ |x|^p)^(1/p); p = 2 (default), 1, any p,
 /// inf (max |x|), -inf (min |x|), 0 (the count of nonzeros), as torch.norm / linalg.vector_norm.
+/// A negative p over an empty dim throws, as linalg.vector_norm (torch 1.13's norm gives 0).
 NORMNET_API Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
 /// norm(x, "fro", dims, keepdim): the Frobenius norm (p = 2) over at most two dims (all when empty).
 NORMNET_API Tensor norm(const Tensor& x, std::string_view p, const Dims& dims = {}, bool keepdim = false);
@@ -270,7 +271,8 @@ NORMNET_API Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nul
 /// int64 index of the smallest element along dim, or in the flattened tensor without one.
 NORMNET_API Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 /// (values, int64 indices) of the k largest (largest = false: smallest) elements along dim, in
-/// order (always sorted; NaN counts as largest; ties: the lower index first).
+/// order (always sorted; NaN counts as largest; ties: the lower index first). A 0-d x gives itself
+/// and index 0 for k 0 or 1, as torch.
 NORMNET_API std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                             bool sorted = true);
 

@@ -383,6 +383,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight_in, const Tensor& bias_i
     g.N = input.size(0), g.C = input.size(1), g.H = input.size(2), g.W = input.size(3);
     g.OC = weight_in.size(0), g.KH = weight_in.size(2), g.KW = weight_in.size(3);
     g.sh = stride.h, g.sw = stride.w, g.dh = dilation.h, g.dw = dilation.w, g.groups = groups;
+    NORMNET_CHECK(g.OC > 0, "conv2d: Given groups=", groups, ", expected weight to be at least 1 at dimension 0, but "
+                  "got weight of size ", weight_in.shape(), " instead");
     NORMNET_CHECK(g.OC % groups == 0, "conv2d: Given groups=", groups, ", expected weight to be divisible by ", groups,
                   " at dimension 0, but got weight of size ", weight_in.shape(), " instead");
     NORMNET_CHECK(g.C == weight_in.size(1) * groups, "conv2d: Given groups=", groups, ", weight of size ",

@@ -660,7 +660,14 @@ public:
 Tensor vector_norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
     check_float(x, "norm");
     NORMNET_CHECK(!std::isnan(p), "norm: p must be a number, got nan");
-    const Grouped g = group_dims(x, dim_mask(dims, x.dim(), "norm"), keepdim);
+    const uint32_t mask = dim_mask(dims, x.dim(), "norm");
+    // A negative p is a minimum, which nothing has: as linalg.vector_norm (torch 1.13's norm gives 0).
+    for (int d = 0; d < x.dim(); ++d) {
+        NORMNET_CHECK(p >= 0 || !((mask >> d) & 1u) || x.size(d) != 0, "norm: cannot compute the ", p,
+                      " norm over dimension ", d, " of size 0 (shape ", x.shape(), "): a negative norm of no "
+                      "elements has no value");
+    }
+    const Grouped g = group_dims(x, mask, keepdim);
     Tensor out = empty(g.out_shape);
     float* o = out.data();
     const auto sum = [&](auto f, auto fin) { reduce_lanes(SumOp{f, fin, nullptr}, g.x.data(), g.outer, g.R, g.inner); };

@@ -75,6 +75,8 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
                   " (shape ", x.shape(), ")");
     Shape shape = x.shape();
     if (x.dim() > 0) shape[static_cast<int>(dim < 0 ? dim + x.dim() : dim)] = k;
+    // A 0-d result holds one value whatever k: x's top 0 or 1 is x itself (as torch).
+    if (x.dim() == 0) k = 1;
     Tensor values = empty(shape), indices = empty(shape, kInt64);
     const int64_t chunks = detail::pool_threads();
     const Tensor scratch_v = empty({chunks * g.R}), scratch_i = empty({chunks * g.R}, kInt64);

@@ -668,8 +668,16 @@ row("reduce", "std", "torch.std(dim, correction=, keepdim)",
 row("reduce", "logsumexp", "torch.logsumexp",
     lambda x, dims, keepdim: torch.logsumexp(x, dims_or_all(x, dims), keepdim),
     reduce_samples(scale=3.0, special=SPECIAL_SUMMABLE))
-row("reduce", "norm", "torch.norm(p, dim, keepdim)",
-    lambda x, p, dims, keepdim: torch.norm(x, p, dims_or_all(x, dims), keepdim),
+def torch_norm(x, p, dims, keepdim):
+    """torch.norm, but linalg.vector_norm (what torch.norm is in torch 2) for a negative p over an
+    empty dim: it raises, where torch 1.13's norm gives 0 (a minimum over nothing); normnet raises."""
+    dims = dims_or_all(x, dims)
+    if p < 0 and any(x.shape[d] == 0 for d in dims if x.dim() > 0):
+        return torch.linalg.vector_norm(x, p, dims, keepdim)
+    return torch.norm(x, p, dims, keepdim)
+
+
+row("reduce", "norm", "torch.norm(p, dim, keepdim)", torch_norm,
     reduce_samples("distinct", [{"p": p} for p in (2.0, 1.0, INF, -INF, 3.0, 0.5)], special=SPECIAL_SUMMABLE))
 row("reduce", "norm_zero", "torch.norm(p=0, dim, keepdim)",
     lambda x, p, dims, keepdim: torch.norm(x, p, dims_or_all(x, dims), keepdim),
