@@ -253,7 +253,8 @@ NORMNET_API Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, 
 NORMNET_API Tensor norm(const Tensor& x, std::string_view p, const Dims& dims = {}, bool keepdim = false);
 /// Running sums along dim (in double for float32, as torch); int64 and bool give int64.
 NORMNET_API Tensor cumsum(const Tensor& x, int64_t dim);
-/// Largest element over dims (all when empty); gradient shared evenly by tied elements.
+/// Largest element over dims (all when empty); gradient shared evenly by tied elements. The
+/// max/min family takes float32, int64 and bool tensors (argmax and argmin: not bool), as torch.
 NORMNET_API Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 /// Smallest element over dims (all when empty); gradient shared evenly by tied elements.
 NORMNET_API Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
@@ -266,7 +267,8 @@ NORMNET_API Tensor min(const Tensor& x);
 NORMNET_API std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 /// (values, int64 indices) of the smallest elements along dim.
 NORMNET_API std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
-/// int64 index of the largest element along dim, or in the flattened tensor (keepdim ignored) without one.
+/// int64 index of the largest element along dim, or in the flattened tensor without one (then
+/// keepdim gives all dims size 1, as torch).
 NORMNET_API Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 /// int64 index of the smallest element along dim, or in the flattened tensor without one.
 NORMNET_API Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);

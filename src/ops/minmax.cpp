@@ -2,7 +2,9 @@
 // min(dim) with their int64 indices, argmax and argmin. NaN counts as larger than everything
 // (as torch: a NaN anywhere is the max, and the min); ties go to the first index. Gradients
 // follow torch: amax, amin and the full max/min share dy evenly between tied elements;
-// max(dim)/min(dim) send it to the element their index names.
+// max(dim)/min(dim) send it to the element their index names. Integer and bool tensors (labels,
+// indices, masks) take a plain loop of their own and no gradient; argmax and argmin refuse bool,
+// as torch does.
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -57,8 +59,37 @@ ArgOp<kMax, Fin> arg_op(Fin fin) {
     return {fin};
 }
 
-void check_input(const Tensor& x, const char* op) {
-    NORMNET_CHECK(x.dtype() == kFloat32, op, ": expected a float32 tensor, got ", x.dtype(), " (shape ", x.shape(), ")");
+// The extreme of each [R] slice of x: [outer, R, inner] (R > 0) into values (when wanted) and its
+// first index into indices (when wanted), for integer and bool inputs.
+template <bool kMax, class T>
+void select_integers(T* values, int64_t* indices, const T* x, int64_t outer, int64_t R, int64_t inner) {
+    for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+            const T* slice = x + o * R * inner + i;
+            int64_t best = 0;
+            for (int64_t r = 1; r < R; ++r) {
+                const T v = slice[r * inner], b = slice[best * inner];
+                if (kMax ? v > b : v < b) best = r;
+            }
+            if (values) values[o * inner + i] = slice[best * inner];
+            if (indices) indices[o * inner + i] = best;
+        }
+    }
+}
+
+// Values (when wanted) and indices (when wanted) of g's extremes, for integer and bool inputs.
+template <bool kMax>
+std::tuple<Tensor, Tensor> integer_extreme(const Grouped& g, bool want_values, bool want_indices) {
+    const Dtype dtype = g.x.dtype();
+    Tensor values = want_values ? empty(g.out_shape, dtype) : Tensor();
+    Tensor indices = want_indices ? empty(g.out_shape, kInt64) : Tensor();
+    visit_dtype(dtype, [&](auto type) {
+        using T = decltype(type);
+        select_integers<kMax>(want_values ? values.data_ptr<T>() : nullptr,
+                              want_indices ? indices.data_ptr<int64_t>() : nullptr, g.x.data_ptr<T>(), g.outer, g.R,
+                              g.inner);
+    });
+    return {values, indices};
 }
 
 // Reducing over nothing has no answer: torch's error for an empty reduced dimension.
@@ -99,10 +130,10 @@ public:
 
 template <bool kMax>
 Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool all, const char* op, const char* backward_name) {
-    check_input(x, op);
     const uint32_t mask = dim_mask(dims, x.dim(), op);
     const Grouped g = group_dims(x, mask, keepdim);
     check_nonempty(g, x, mask, all, op);
+    if (x.dtype() != kFloat32) return std::get<0>(integer_extreme<kMax>(g, true, false));
     Tensor out = empty(g.out_shape);
     float* o = out.data();
     reduce_lanes(extreme_op<kMax>([](float v) { return v; }, [o](float v, int64_t i) { o[i] = v; }), g.x.data(), g.outer,
@@ -135,9 +166,9 @@ public:
 template <bool kMax>
 std::tuple<Tensor, Tensor> select_extreme(const Tensor& x, uint32_t mask, bool keepdim, bool all, bool want_values,
                                           const char* op) {
-    check_input(x, op);
     const Grouped g = group_dims(x, mask, keepdim);
     check_nonempty(g, x, mask, all, op);
+    if (x.dtype() != kFloat32) return integer_extreme<kMax>(g, want_values, true);
     Tensor values = want_values ? empty(g.out_shape) : Tensor(), indices = empty(g.out_shape, kInt64);
     float* v = want_values ? values.data() : nullptr;
     int64_t* i = indices.data_ptr<int64_t>();
@@ -156,6 +187,9 @@ std::tuple<Tensor, Tensor> select_extreme(const Tensor& x, uint32_t mask, bool k
 
 template <bool kMax>
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, const char* op) {
+    // Refused as torch refuses it: only when there is an element to compare.
+    NORMNET_CHECK(x.dtype() != kBool || x.numel() == 0, op,
+                  ": not implemented for bool tensors, as in torch (convert with to(kInt64))");
     // No dim: the index into the flattened tensor, shaped all ones with keepdim (as torch).
     if (!dim) return std::get<1>(select_extreme<kMax>(x, dim_mask({}, x.dim(), op), keepdim, true, false, op));
     return std::get<1>(select_extreme<kMax>(x, one_dim_mask(*dim, x.dim(), op), keepdim, false, false, op));

@@ -687,26 +687,45 @@ row("reduce", "norm_fro", "torch.norm('fro', dim, keepdim)",
     lambda g: [Sample([g.randn(s)], {"dims": d, "keepdim": k}) for s, d in
                (([3, 4], []), ([2, 3, 4], [0, 2]), ([2, 3, 4], [-1]), ([3, 0], [1]), ([2, 3, 4], [0, 1, 2]))
                for k in (False, True)])
+def integer_samples(args):
+    """int64 and bool inputs of the max/min family, `args(dims)` the arguments over those dims."""
+    def gen(g):
+        out = []
+        for shape, dims in (([3, 4, 2], [0, 2]), ([5], [0]), ([2, 3], [1]), ([4, 0], [0])):
+            out.append(Sample([In(g.ints(shape, -9, 9), grad=False)], args(dims), "ties"))
+            out.append(Sample([In(g.ints(shape, 0, 2, torch.bool), grad=False)], args(dims), "ties"))
+        return out
+    return gen
+
+
+def plus(*generators):
+    return lambda g: [s for gen in generators for s in gen(g)]
+
+
 row("reduce", "amax", "torch.amax", lambda x, dims, keepdim: torch.amax(x, dims_or_all(x, dims), keepdim),
-    reduce_samples("distinct", ties=True))
+    plus(reduce_samples("distinct", ties=True), integer_samples(lambda d: {"dims": d, "keepdim": False})))
 row("reduce", "amin", "torch.amin", lambda x, dims, keepdim: torch.amin(x, dims_or_all(x, dims), keepdim),
-    reduce_samples("distinct", ties=True))
+    plus(reduce_samples("distinct", ties=True), integer_samples(lambda d: {"dims": d, "keepdim": True})))
 
 
 def whole_samples(g):
     out = [Sample([g.distinct(s)[0]], {}, "distinct") for s in ([2, 3, 4, 1], [5], [1], [], [0], [3, 0])]
     out += [Sample([viewed(g, [3, 4], how, lambda s: g.distinct(s)[0])], {}, "distinct") for how in ("T", "step")]
     out += [Sample([g.ties([4, 6])], {}, "ties"), Sample([g.special([20])], {}, "special"),
-            Sample([In(g.ints([3, 4], -9, 9), grad=False)], {}, "ties")]
+            Sample([In(g.ints([3, 4], -9, 9), grad=False)], {}, "ties"),
+            Sample([In(g.ints([3, 4], 0, 2, torch.bool), grad=False)], {}, "ties"),
+            Sample([In(g.ints([0], -9, 9), grad=False)], {}, "ties")]
     return out
 
 
 row("reduce", "max_all", "torch.max(Tensor)", torch.max, whole_samples)
 row("reduce", "min_all", "torch.min(Tensor)", torch.min, whole_samples)
 row("reduce", "max_dim", "torch.max(dim, keepdim)", lambda x, dim, keepdim: torch.max(x, dim, keepdim),
-    dim_samples("distinct", ties=True, extra=lambda s, d: [{"keepdim": False}, {"keepdim": True}]))
+    plus(dim_samples("distinct", ties=True, extra=lambda s, d: [{"keepdim": False}, {"keepdim": True}]),
+         integer_samples(lambda d: {"dim": d[-1], "keepdim": False})))
 row("reduce", "min_dim", "torch.min(dim, keepdim)", lambda x, dim, keepdim: torch.min(x, dim, keepdim),
-    dim_samples("distinct", ties=True, extra=lambda s, d: [{"keepdim": False}, {"keepdim": True}]))
+    plus(dim_samples("distinct", ties=True, extra=lambda s, d: [{"keepdim": False}, {"keepdim": True}]),
+         integer_samples(lambda d: {"dim": d[0], "keepdim": True})))
 
 
 def arg_samples(g):
@@ -715,6 +734,8 @@ def arg_samples(g):
         for k in (False, True):
             out.append(Sample([g.ties(s)], {"dim": None, "keepdim": k}, "ties"))
     out.append(Sample([In(g.ints([3, 4], -9, 9), grad=False)], {"dim": 1, "keepdim": False}, "ties"))
+    out += integer_samples(lambda d: {"dim": d[-1], "keepdim": True})(g)
+    out += [Sample([In(g.ints([3, 4], -9, 9), grad=False)], {"dim": None, "keepdim": k}, "ties") for k in (False, True)]
     return out
 
 
