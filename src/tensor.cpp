@@ -15,6 +15,7 @@
 
 #include "memory.hpp"
 #include "ops/op.hpp"
+#include "ops/reduce.hpp"
 #include "strided.hpp"
 #include "tensor_impl.hpp"
 
@@ -162,22 +163,12 @@ void* Tensor::typed_data(Dtype expected) const {
 }
 
 namespace {
-// value as a T, as torch converts on x86: a float or double to int64 truncates toward zero, and
-// NaN or a value beyond int64's range gives INT64_MIN (a plain cast is undefined behaviour there).
-template <class T, class S>
-T convert(S value) {
-    if constexpr (std::is_same_v<T, int64_t> && std::is_floating_point_v<S>) {
-        if (!(value >= -0x1p63 && value < 0x1p63)) return std::numeric_limits<int64_t>::min();
-    }
-    return static_cast<T>(value);
-}
-
 // Element `offset` (in elements, from the storage's start) of t, converted to T.
 template <class T>
 T element(const detail::TensorImpl& t, int64_t offset) {
     return detail::visit_dtype(t.dtype, [&](auto v) {
         using S = decltype(v);
-        return convert<T>(static_cast<const S*>(t.storage->data)[offset]);
+        return detail::convert<T>(static_cast<const S*>(t.storage->data)[offset]);
     });
 }
 }  // namespace
@@ -251,16 +242,30 @@ void Tensor::bump_version() const { ++impl().storage->version; }
 // ---------------------------------------------------------------- in-place updates
 
 namespace {
-// fill_, copy_, uniform_ and normal_ are not recorded: refuse the tensors whose gradients they
-// would corrupt. (The recorded arithmetic ones, add_ and the like, are in ops/elementwise.cpp.)
-void check_inplace(const Tensor& t, const char* op) {
-    if (!grad_mode_enabled() || !t.requires_grad()) return;
-    if (t.is_leaf()) {
-        fail(op, ": a leaf Variable that requires grad is being used in an in-place operation (run it under "
-             "NoGradGuard, or on detach())");
+// fill_, uniform_ and normal_ recorded as torch records them: the values before are gone, so the
+// tensor's earlier history gets a zero gradient. (The arithmetic ones, add_ and the like, are in
+// ops/elementwise.cpp.)
+class OverwriteBackward final : public detail::OpNode {
+public:
+    const char* name_ = "FillBackward0";
+    const char* name() const override { return name_; }
+    void backward(const Tensor&) override { grad_to_add(0); }  // zero-filled when new
+};
+
+// copy_(src): the earlier history gets a zero gradient, src the gradient summed down to its shape.
+class CopyBackward final : public detail::OpNode {
+public:
+    Shape src_shape;
+    const char* name() const override { return "CopyBackwards"; }
+    void backward(const Tensor& dout) override {
+        grad_to_add(0);
+        if (const detail::GradOut dsrc = grad_out(1)) detail::sum_to(dsrc, dout, src_shape);
     }
-    fail(op, ": in-place updates of a tensor that requires grad are not recorded by autograd; use the "
-         "out-of-place op, or run it under NoGradGuard");
+};
+
+// Records the overwrite of t by `op` (and bumps its version): fill_, uniform_, normal_.
+void record_overwrite(Tensor& t, const char* op) {
+    if (auto* node = detail::record_inplace<OverwriteBackward>(t, {})) node->name_ = op;
 }
 
 // Calls f(element&) for every element of t, of type T.
@@ -272,56 +277,59 @@ void for_each_element(const Tensor& t, F&& f) {
 }  // namespace
 
 Tensor& Tensor::fill_(double value) {
-    check_inplace(*this, "fill_");
+    detail::check_inplace(*this, "fill_");
     detail::visit_dtype(dtype(), [&](auto v) {
         using T = decltype(v);
-        const T x = convert<T>(value);
+        const T x = detail::convert<T>(value);
         if (is_contiguous()) {
             std::fill_n(data_ptr<T>(), numel(), x);
         } else {
             for_each_element<T>(*this, [x](T& e) { e = x; });
         }
     });
-    bump_version();
+    record_overwrite(*this, "FillBackward0");
     return *this;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-    check_inplace(*this, "copy_");
-    NORMNET_CHECK(src.numel() == numel(), "copy_: source of shape ", src.shape(), " does not fit a tensor of shape ",
-                  shape());
+Tensor& Tensor::copy_(const Tensor& src_in) {
+    detail::check_inplace(*this, "copy_");
+    NORMNET_CHECK(detail::broadcast_shapes(shape(), src_in.shape(), "copy_") == shape(), "copy_: output with shape ",
+                  shape(), " doesn't match the broadcast shape ", detail::broadcast_shapes(shape(), src_in.shape(), "copy_"));
+    NORMNET_CHECK(!(grad_mode_enabled() && src_in.requires_grad() && impl().is_view), "copy_: in-place updates of "
+                  "a view with a tensor that requires grad are not supported (update a contiguous copy, or the tensor "
+                  "itself)");
+    // src broadcast to this tensor's shape (as torch); a source that overlaps it is read from a copy.
+    Tensor src = src_in.shares_storage(*this) ? src_in.detach().clone() : src_in.detach();
+    if (!(src.shape() == shape())) src = src.expand(shape());
     if (dtype() == src.dtype() && is_contiguous() && src.is_contiguous()) {
-        std::memmove(impl().bytes(), src.impl().bytes(), static_cast<size_t>(numel() * element_size(dtype())));
+        std::memcpy(impl().bytes(), src.impl().bytes(), static_cast<size_t>(numel() * element_size(dtype())));
     } else {
-        NORMNET_CHECK(src.shape() == shape() || (is_contiguous() && src.is_contiguous()), "copy_: shapes ",
-                      src.shape(), " and ", shape(), " differ");
         const detail::TensorImpl& s = src.impl();
         detail::TensorImpl& d = impl();
-        const Shape& walk = src.shape() == shape() ? shape() : Shape{numel()};
-        const Shape src_strides = src.shape() == shape() ? s.strides : Shape{1};
-        const Shape dst_strides = src.shape() == shape() ? d.strides : Shape{1};
         detail::visit_dtype(d.dtype, [&](auto v) {
             using D = decltype(v);
             D* dst = static_cast<D*>(d.storage->data);
-            detail::for_each_offset2(walk, dst_strides, d.offset, src_strides, s.offset,
+            detail::for_each_offset2(shape(), d.strides, d.offset, s.strides, s.offset,
                                      [&](int64_t a, int64_t b) { dst[a] = element<D>(s, b); });
         });
     }
-    bump_version();
+    // Only float to float carries a gradient (an int64 or bool tensor never requires grad).
+    const Tensor& differentiable = dtype() == kFloat32 && src_in.dtype() == kFloat32 ? src_in : Tensor();
+    if (auto* node = detail::record_inplace<CopyBackward>(*this, {differentiable})) node->src_shape = src_in.shape();
     return *this;
 }
 
 Tensor& Tensor::uniform_(float low, float high, Generator& gen) {
-    check_inplace(*this, "uniform_");
+    detail::check_inplace(*this, "uniform_");
     for_each_element<float>(*this, [&](float& e) { e = low + (high - low) * gen.uniform(); });
-    bump_version();
+    record_overwrite(*this, "UniformBackward0");
     return *this;
 }
 
 Tensor& Tensor::normal_(float mean, float std, Generator& gen) {
-    check_inplace(*this, "normal_");
+    detail::check_inplace(*this, "normal_");
     for_each_element<float>(*this, [&](float& e) { e = static_cast<float>(mean + std * gen.normal()); });
-    bump_version();
+    record_overwrite(*this, "NormalBackward0");
     return *this;
 }
 
@@ -383,7 +391,7 @@ Tensor full(const Shape& shape, double value, Dtype dtype) {
     Tensor t = empty(shape, dtype);
     detail::visit_dtype(dtype, [&](auto v) {
         using T = decltype(v);
-        std::fill_n(t.data_ptr<T>(), t.numel(), convert<T>(value));
+        std::fill_n(t.data_ptr<T>(), t.numel(), detail::convert<T>(value));
     });
     return t;
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "normnet/tensor.hpp"
 
@@ -49,6 +51,16 @@ decltype(auto) visit_dtype(Dtype dtype, F&& f) {
         case Dtype::float32: break;
     }
     return f(float{});
+}
+
+/// value as a T, as torch converts on x86: a float or double to int64 truncates toward zero, and
+/// NaN or a value beyond int64's range gives INT64_MIN (a plain cast is undefined behaviour there).
+template <class T, class S>
+T convert(S value) {
+    if constexpr (std::is_same_v<T, int64_t> && std::is_floating_point_v<S>) {
+        if (!(value >= -0x1p63 && value < 0x1p63)) return std::numeric_limits<int64_t>::min();
+    }
+    return static_cast<T>(value);
 }
 
 }  // namespace normnet::detail

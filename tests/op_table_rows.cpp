@@ -39,13 +39,6 @@ const KnownBug kNormNanGrad{
     .matches = [](const Sample& s) { return s.kind == "special"; },
     .gradients_only = true,
     .deliberate = true};
-const KnownBug kCopyBroadcast{
-    .what = "copy_ copies by element count where torch broadcasts the source",
-    .matches = [](const Sample& s) { return !(s.shapes.at(0) == s.shapes.at(1)); }};
-const KnownBug kUnrecordedInplace{
-    .what = "fill_, zero_ and copy_ refuse a tensor that requires grad (torch records them)",
-    .matches = [](const Sample& s) { return s.dtypes.at(0) == kFloat32; }};
-
 const KnownBug kInstanceNormEmpty{
     .what = "instance_norm refuses an empty batch with running statistics (torch 1.13 sets them to NaN, in eval too)",
     .matches = [](const Sample& s) { return s.shapes.at(0).numel() == 0 && s.arg("running").get<bool>(); },
@@ -277,12 +270,9 @@ std::vector<OpRow> pointwise_rows() {
          .also = {{"Tensor::operator/=(float)", on_copy([](Tensor& h, In, A a) { h /= a.f("s"); })}}},
         {.name = "masked_fill_", .api = "Tensor::masked_fill_",
          .call = on_copy([](Tensor& h, In in, A a) { h.masked_fill_(in[1], a.num("value")); })},
-        {.name = "fill_", .api = "Tensor::fill_", .call = on_copy([](Tensor& h, In, A a) { h.fill_(a.num("value")); }),
-         .known_bugs = {kUnrecordedInplace}},
-        {.name = "zero_", .api = "Tensor::zero_", .call = on_copy([](Tensor& h, In, A) { h.zero_(); }),
-         .known_bugs = {kUnrecordedInplace}},
-        {.name = "copy_", .api = "Tensor::copy_", .call = on_copy([](Tensor& h, In in, A) { h.copy_(in[1]); }),
-         .known_bugs = {kCopyBroadcast, kUnrecordedInplace}},
+        {.name = "fill_", .api = "Tensor::fill_", .call = on_copy([](Tensor& h, In, A a) { h.fill_(a.num("value")); })},
+        {.name = "zero_", .api = "Tensor::zero_", .call = on_copy([](Tensor& h, In, A) { h.zero_(); })},
+        {.name = "copy_", .api = "Tensor::copy_", .call = on_copy([](Tensor& h, In in, A) { h.copy_(in[1]); })},
     };
     return rows;
 }

@@ -1,4 +1,6 @@
 // Tensor: shapes, views sharing storage, factories, the seeded generator, printing, errors.
+#include <limits>
+
 #include "test_helpers.hpp"
 
 using namespace normnet;
@@ -130,6 +132,19 @@ TEST_CASE("tensor: int64 and bool dtypes: factories, conversion, printing, and o
     CHECK(f.to(kBool).to_vector<bool>() == std::vector<bool>{true, false, true});
     CHECK(f.to(kInt64).to(kFloat32).to_vector() == std::vector<float>{-1, 0, 2});
     CHECK(f.to(kFloat32).shares_storage(f));  // the same dtype: the tensor itself
+    // NaN, inf and floats beyond int64's range give INT64_MIN, as torch on x86 (a plain cast is UB).
+    const int64_t lowest = std::numeric_limits<int64_t>::min();
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    CHECK(tensor({nan, 1e30f, -1e30f, inf, 2.5f}).to(kInt64).to_vector<int64_t>() ==
+          std::vector<int64_t>{lowest, lowest, lowest, lowest, 2});
+    CHECK(full({2}, nan, kInt64).to_vector<int64_t>() == std::vector<int64_t>{lowest, lowest});
+    CHECK(full({}, nan).item<int64_t>() == lowest);
+    // copy_ broadcasts its source and converts it; an int64 destination takes no gradient from it.
+    Tensor counts = zeros({2, 3}, kInt64);
+    counts.copy_(tensor({1.5f, -2.5f, 3.0f}).requires_grad_());
+    CHECK(counts.to_vector<int64_t>() == std::vector<int64_t>{1, -2, 3, 1, -2, 3});
+    CHECK_FALSE(counts.requires_grad());
+    CHECK_THROWS_WITH(counts.copy_(zeros({2})), Catch::Contains("copy_") && Catch::Contains("[2]"));
     CHECK(labels.select(0, 0).item<int64_t>() == 3);
     CHECK(full({}, 7.0, kInt64).item<int64_t>() == 7);
     // Views, clone and contiguous keep the dtype.

@@ -274,14 +274,15 @@ public:
     /// True when both tensors view the same storage.
     bool shares_storage(const Tensor& other) const;
 
-    // In-place updates. fill_, copy_, uniform_ and normal_ are not recorded by autograd: in grad
-    // mode they refuse a leaf that requires grad (as PyTorch does; use NoGradGuard or detach()
-    // for initialisation), and each bumps the storage's version counter, so a backward that
-    // needs the old values fails loudly. The arithmetic ones below (add_ ... /=) are recorded.
+    // In-place updates, recorded by autograd as torch records them: in grad mode they refuse a
+    // leaf that requires grad (use NoGradGuard or detach() for initialisation), and each bumps the
+    // storage's version counter, so a backward that needs the old values fails loudly. fill_,
+    // zero_, uniform_ and normal_ give the tensor's earlier history a zero gradient.
     Tensor& fill_(double value);
     /// fill_(0).
     Tensor& zero_() { return fill_(0.0); }
-    /// Copies src's values (same number of elements, any dtype: converted) into this tensor.
+    /// Copies src's values into this tensor: src broadcast to its shape, any dtype (converted;
+    /// float to int64 truncates, NaN gives INT64_MIN, as torch). src's gradient is this tensor's.
     Tensor& copy_(const Tensor& src);
     /// Fills with values uniform in [low, high).
     Tensor& uniform_(float low, float high, Generator& gen = default_generator());

@@ -198,7 +198,7 @@ Tensor orthogonal_(Tensor tensor, double gain, Generator& gen) {
         }
     }
     NoGradGuard no_grad;
-    tensor.copy_(values);
+    tensor.copy_(values.view(tensor.shape()));  // [rows, cols] is the tensor flattened after dim 0
     return tensor;
 }
 
