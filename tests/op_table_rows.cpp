@@ -48,12 +48,7 @@ const KnownBug kLossBroadcast{
             "result is likely wrong)",
     .matches = [](const Sample& s) { return !(s.shapes.at(0) == s.shapes.at(1)); },
     .deliberate = true};
-const KnownBug kAttentionMaskGrad{
-    .what = "scaled_dot_product_attention gives a float attn_mask no gradient (torch: the scores' gradient)",
-    .matches = [](const Sample& s) { return s.shapes.size() == 4 && s.dtypes[3] == kFloat32; },
-    .gradients_only = true};
 
-// ---- pointwise: elementwise.cpp, unary.cpp, activation.cpp, compare.cpp -------------------------
 // ---- pointwise: elementwise.cpp, unary.cpp, activation.cpp, compare.cpp -------------------------
 
 // A unary op and its method: f(x), x.m().
@@ -608,8 +603,7 @@ std::vector<OpRow> nn_rows() {
         {.name = "scaled_dot_product_attention", .api = "scaled_dot_product_attention", .call = call([](In in, A a) {
              return scaled_dot_product_attention(in[0], in[1], in[2], a.b("mask") ? in[3] : Tensor(), a.num("dropout_p"),
                                                  a.b("is_causal"), opt_num(a, "scale"));
-         }),
-         .known_bugs = {kAttentionMaskGrad}},
+         })},
         {.name = "lstm_layer", .api = "lstm_layer", .call = call([](In in, A a) {
              Rest r{in, 5};
              const Tensor b_ih = r.take(a.b("bias")), b_hh = r.take(a.b("bias")), lengths = r.take(a.b("lengths_given"));

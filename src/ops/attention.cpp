@@ -29,6 +29,7 @@
 #include "normnet/ops.hpp"
 #include "attention.hpp"
 #include "op.hpp"
+#include "reduce.hpp"
 #include "vmath.hpp"
 
 namespace normnet {
@@ -192,9 +193,10 @@ struct Attention {
     }
 
     // Gradients with sgemm's beta (0: overwrite, 1: accumulate); an empty one is not computed.
+    // dscores, when given: [B, L, S], the gradient of the scores (a float mask's, before its broadcast).
     void backward(const Slices& dq, float dq_beta, const Slices& dk, float dk_beta, const Slices& dv, float dv_beta,
                   const Slices& dout, const Slices& q, const Slices& k, const Slices& v, const float* softmax,
-                  const Tensor& keep, const Tensor& mask) const {
+                  const Tensor& keep, const Tensor& mask, float* dscores = nullptr) const {
         const int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev;
         const bool saved = saves_weights();
         parallel_for(d.B, 1, [&](int64_t b0, int64_t b1) {
@@ -215,7 +217,7 @@ struct Attention {
                     if (dropout) drop(ds, p, b, keep);
                     gemm(true, false, S, Ev, L, 1.0f, dropout ? ds : p, S, dout[b], dout.ld, dv_beta, dv[b], dv.ld);
                 }
-                if (!dq && !dk) continue;
+                if (!dq && !dk && !dscores) continue;
                 // dp: [L, S] = dout @ v^T, through dropout back to the softmax's output
                 gemm(false, true, L, S, Ev, 1.0f, dout[b], dout.ld, v[b], v.ld, 0.0f, ds, S);
                 if (dropout) {
@@ -223,6 +225,7 @@ struct Attention {
                     for (int64_t i = 0; i < L * S; ++i) ds[i] = kept[i] ? ds[i] * keep_scale : 0.0f;
                 }
                 softmax_rows_backward(ds, p, L, S);
+                if (dscores) std::copy_n(ds, L * S, dscores + b * L * S);
                 // dq: [L, E] = scale * ds @ k;  dk: [S, E] = scale * ds^T @ q
                 if (dq) gemm(false, false, L, E, S, scale, ds, S, k[b], k.ld, dq_beta, dq[b], dq.ld);
                 if (dk) gemm(true, false, S, E, L, scale, ds, S, q[b], q.ld, dk_beta, dk[b], dk.ld);
@@ -234,14 +237,18 @@ struct Attention {
 class ScaledDotProductAttentionBackward final : public OpNode {
 public:
     Attention a;
+    Shape scores_shape, mask_shape;  // [*batch, L, S] and a float attn_mask's (input 3), broadcast to it
     const char* name() const override { return "ScaledDotProductAttentionBackward0"; }
     void backward(const Tensor& dout) override {
         const Tensor &q = saved(0), &k = saved(1), &v = saved(2), &softmax = saved(3), &keep = saved(4), &mask = saved(5);
         const GradOut dq = grad_out(0), dk = grad_out(1), dv = grad_out(2);
         const Dims& d = a.d;
+        // The mask is added to the scores: its gradient is theirs, summed over its broadcast dims.
+        const Tensor dscores = needs_grad(3) ? empty({d.B, d.L, d.S}) : Tensor();
         a.backward(dense_slices(dq.data, d.B, d.L, d.E), dq.beta(), dense_slices(dk.data, d.B, d.S, d.E), dk.beta(),
                    dense_slices(dv.data, d.B, d.S, d.Ev), dv.beta(), dense_slices(dout.data(), d.B, d.L, d.Ev), slices_of(q),
-                   slices_of(k), slices_of(v), softmax.data(), keep, mask);
+                   slices_of(k), slices_of(v), softmax.data(), keep, mask, dscores.defined() ? dscores.data() : nullptr);
+        if (const GradOut dmask = grad_out(3)) sum_to(dmask, dscores.view(scores_shape), mask_shape);
     }
 };
 
@@ -369,9 +376,15 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     const detail::Attention a =
         detail::attend(d, detail::dense_slices(out.data(), d.B, d.L, d.Ev), detail::slices_of(q), detail::slices_of(k),
                        detail::slices_of(v), batch, attn_mask, dropout_p, is_causal, s, generator, softmax, keep, mask);
-    if (auto* node = detail::record<detail::ScaledDotProductAttentionBackward>(out, {q, k, v},
+    // A float mask takes a gradient (a learned bias), as torch; a bool one does not.
+    const Tensor float_mask = attn_mask.defined() && attn_mask.dtype() == kFloat32 ? attn_mask : Tensor();
+    if (auto* node = detail::record<detail::ScaledDotProductAttentionBackward>(out, {q, k, v, float_mask},
                                                                                {q, k, v, softmax, keep, mask})) {
         node->a = a;
+        node->scores_shape = batch;
+        node->scores_shape.push_back(d.L);
+        node->scores_shape.push_back(d.S);
+        if (float_mask.defined()) node->mask_shape = float_mask.shape();
     }
     return out;
 }
