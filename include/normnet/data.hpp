@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/idx.hpp"
 #include "normnet/tensor.hpp"
@@ -17,17 +18,18 @@ namespace normnet {
 
 /// Options of DataLoader (PyTorch's names and defaults).
 struct DataLoaderOptions {
-    int64_t batch_size = 1;
-    bool shuffle = false;    // reshuffle every epoch; the order depends only on (seed, epoch)
-    bool drop_last = false;  // drop the last batch when it is smaller than batch_size
-    uint64_t seed = 0;
+    using Self = DataLoaderOptions;
+    NORMNET_ARG(int64_t, batch_size) = 1;
+    NORMNET_ARG(bool, shuffle) = false;    // reshuffle every epoch; the order depends only on (seed, epoch)
+    NORMNET_ARG(bool, drop_last) = false;  // drop the last batch when it is smaller than batch_size
+    NORMNET_ARG(uint64_t, seed) = 0;
     // Data parallelism: batch_size is the global batch, which must divide by num_replicas; every
     // rank draws the same order and takes its contiguous slice of each global batch (rows
     // [rank * b, (rank + 1) * b) of it, b = batch_size / num_replicas), so every global step sees
     // exactly the single-process batch. A last partial batch is split the same way, which can
     // leave a rank an empty slice (it still runs the step, as every collective needs it).
-    int64_t num_replicas = 1;
-    int64_t rank = 0;
+    NORMNET_ARG(int64_t, num_replicas) = 1;
+    NORMNET_ARG(int64_t, rank) = 0;
 };
 
 /// How uint8 pixels become floats: x / 255, then optionally (x - mean) / std.

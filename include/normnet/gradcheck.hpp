@@ -5,6 +5,7 @@
 // through non-leaf copies of the inputs used by two calls (the second gradient is added).
 #pragma once
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 
 #include <functional>
@@ -17,10 +18,11 @@ namespace normnet {
 
 /// Tolerances and step of gradcheck; float32 central differences need loose-ish tolerances.
 struct GradcheckOptions {
-    double eps = 1e-3;   // finite-difference step
-    double atol = 2e-3;  // |analytic - numeric| <= atol + rtol * |numeric|
-    double rtol = 2e-2;
-    uint64_t seed = 1;   // for the output projection and the garbage pre-fill
+    using Self = GradcheckOptions;
+    NORMNET_ARG(double, eps) = 1e-3;   // finite-difference step
+    NORMNET_ARG(double, atol) = 2e-3;  // |analytic - numeric| <= atol + rtol * |numeric|
+    NORMNET_ARG(double, rtol) = 2e-2;
+    NORMNET_ARG(uint64_t, seed) = 1;   // for the output projection and the garbage pre-fill
 };
 
 /// What gradcheck found: ok, or the first mismatch described in `message`.

@@ -2,6 +2,7 @@
 //   #include <normnet/normnet.hpp>
 #pragma once
 
+#include "normnet/arg.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/checkpoint.hpp"
 #include "normnet/data.hpp"

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
 
@@ -345,57 +346,65 @@ inline constexpr Reduction kSum = Reduction::sum;
 /// Options of nll_loss and NLLLoss (torch::nn::NLLLossOptions), in libtorch's order, e.g.
 /// nll_loss(logp, target, {.ignore_index = 0, .reduction = kSum}).
 struct NLLLossOptions {
-    Tensor weight = {};           // per-class weights [C], or undefined (all 1); not differentiated
-    int64_t ignore_index = -100;  // targets equal to it add nothing and do not count in the mean
-    Reduction reduction = kMean;  // mean: sum of weighted losses / sum of the weights of the targets
+    using Self = NLLLossOptions;
+    NORMNET_ARG(Tensor, weight) = {};           // per-class weights [C], or undefined (all 1); not differentiated
+    NORMNET_ARG(int64_t, ignore_index) = -100;  // targets equal to it add nothing and do not count in the mean
+    NORMNET_ARG(Reduction, reduction) = kMean;  // mean: sum of weighted losses / sum of the weights of the targets
 };
 using NLLLossFuncOptions = NLLLossOptions;
 
 /// Options of cross_entropy and CrossEntropyLoss (torch::nn::CrossEntropyLossOptions).
 struct CrossEntropyLossOptions {
-    Tensor weight = {};            // per-class weights [C], or undefined; not differentiated
-    int64_t ignore_index = -100;   // class-index targets only
-    Reduction reduction = kMean;
-    double label_smoothing = 0.0;  // in [0, 1]: the target is mixed with the uniform distribution
+    using Self = CrossEntropyLossOptions;
+    NORMNET_ARG(Tensor, weight) = {};            // per-class weights [C], or undefined; not differentiated
+    NORMNET_ARG(int64_t, ignore_index) = -100;   // class-index targets only
+    NORMNET_ARG(Reduction, reduction) = kMean;
+    NORMNET_ARG(double, label_smoothing) = 0.0;  // in [0, 1]: the target is mixed with the uniform distribution
 };
 using CrossEntropyFuncOptions = CrossEntropyLossOptions;
 
 /// Options of binary_cross_entropy and BCELoss (torch::nn::BCELossOptions).
 struct BCELossOptions {
-    Tensor weight = {};  // broadcast to the input's shape; not differentiated
-    Reduction reduction = kMean;
+    using Self = BCELossOptions;
+    NORMNET_ARG(Tensor, weight) = {};  // broadcast to the input's shape; not differentiated
+    NORMNET_ARG(Reduction, reduction) = kMean;
 };
 using BinaryCrossEntropyFuncOptions = BCELossOptions;
 
 /// Options of binary_cross_entropy_with_logits and BCEWithLogitsLoss (torch::nn::BCEWithLogitsLossOptions).
 struct BCEWithLogitsLossOptions {
-    Tensor weight = {};  // broadcast to the input's shape; not differentiated
-    Reduction reduction = kMean;
-    Tensor pos_weight = {};  // weight of the positive term, broadcast to the input ([C] for [N, C]); not differentiated
+    using Self = BCEWithLogitsLossOptions;
+    NORMNET_ARG(Tensor, weight) = {};  // broadcast to the input's shape; not differentiated
+    NORMNET_ARG(Reduction, reduction) = kMean;
+    NORMNET_ARG(Tensor, pos_weight) = {};  // weight of the positive term, broadcast to the input ([C] for [N, C]); not differentiated
 };
 using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsLossOptions;
 
 /// Options of l1_loss and L1Loss; of mse_loss and MSELoss.
 struct L1LossOptions {
-    Reduction reduction = kMean;
+    using Self = L1LossOptions;
+    NORMNET_ARG(Reduction, reduction) = kMean;
 };
 using L1LossFuncOptions = L1LossOptions;
 struct MSELossOptions {
-    Reduction reduction = kMean;
+    using Self = MSELossOptions;
+    NORMNET_ARG(Reduction, reduction) = kMean;
 };
 using MSELossFuncOptions = MSELossOptions;
 
 /// Options of smooth_l1_loss and SmoothL1Loss: quadratic below beta (>= 0; 0 is l1_loss).
 struct SmoothL1LossOptions {
-    Reduction reduction = kMean;
-    double beta = 1.0;
+    using Self = SmoothL1LossOptions;
+    NORMNET_ARG(Reduction, reduction) = kMean;
+    NORMNET_ARG(double, beta) = 1.0;
 };
 using SmoothL1LossFuncOptions = SmoothL1LossOptions;
 
 /// Options of huber_loss and HuberLoss: quadratic below delta (> 0), linear with slope delta above.
 struct HuberLossOptions {
-    Reduction reduction = kMean;
-    double delta = 1.0;
+    using Self = HuberLossOptions;
+    NORMNET_ARG(Reduction, reduction) = kMean;
+    NORMNET_ARG(double, delta) = 1.0;
 };
 using HuberLossFuncOptions = HuberLossOptions;
 

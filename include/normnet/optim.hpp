@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/tensor.hpp"
@@ -38,50 +39,58 @@ namespace normnet {
 // ---------------------------------------------------------------------------------------------
 // Options
 
+/// Adam's and AdamW's (beta1, beta2).
+using Betas = std::pair<double, double>;
+
 /// Options of SGD, with torch.optim.SGD's defaults (torch requires lr; 0.01 is normnet's default).
 struct SGDOptions {
-    double lr = 0.01;
-    double momentum = 0;
-    double dampening = 0;
-    double weight_decay = 0;  ///< L2 penalty: weight_decay * p is added to the gradient.
-    bool nesterov = false;
+    using Self = SGDOptions;
+    NORMNET_ARG(double, lr) = 0.01;
+    NORMNET_ARG(double, momentum) = 0;
+    NORMNET_ARG(double, dampening) = 0;
+    NORMNET_ARG(double, weight_decay) = 0;  ///< L2 penalty: weight_decay * p is added to the gradient.
+    NORMNET_ARG(bool, nesterov) = false;
 };
 
 /// Options of Adam, with torch.optim.Adam's defaults.
 struct AdamOptions {
-    double lr = 1e-3;
-    std::pair<double, double> betas = {0.9, 0.999};
-    double eps = 1e-8;
-    double weight_decay = 0;  ///< L2 penalty: weight_decay * p is added to the gradient before the moments.
-    bool amsgrad = false;     ///< Normalise by the largest second moment so far (state "max_exp_avg_sq").
+    using Self = AdamOptions;
+    NORMNET_ARG(double, lr) = 1e-3;
+    NORMNET_ARG(Betas, betas) = {0.9, 0.999};
+    NORMNET_ARG(double, eps) = 1e-8;
+    NORMNET_ARG(double, weight_decay) = 0;  ///< L2 penalty: weight_decay * p is added to the gradient before the moments.
+    NORMNET_ARG(bool, amsgrad) = false;     ///< Normalise by the largest second moment so far (state "max_exp_avg_sq").
 };
 
 /// Options of AdamW, with torch.optim.AdamW's defaults (note weight_decay 0.01).
 struct AdamWOptions {
-    double lr = 1e-3;
-    std::pair<double, double> betas = {0.9, 0.999};
-    double eps = 1e-8;
-    double weight_decay = 0.01;  ///< Decoupled: p *= 1 - lr * weight_decay before the Adam update.
-    bool amsgrad = false;        ///< As Adam's.
+    using Self = AdamWOptions;
+    NORMNET_ARG(double, lr) = 1e-3;
+    NORMNET_ARG(Betas, betas) = {0.9, 0.999};
+    NORMNET_ARG(double, eps) = 1e-8;
+    NORMNET_ARG(double, weight_decay) = 0.01;  ///< Decoupled: p *= 1 - lr * weight_decay before the Adam update.
+    NORMNET_ARG(bool, amsgrad) = false;        ///< As Adam's.
 };
 
 /// Options of RMSprop, with torch.optim.RMSprop's defaults.
 struct RMSpropOptions {
-    double lr = 1e-2;
-    double alpha = 0.99;      ///< Smoothing constant of the squared-gradient average.
-    double eps = 1e-8;        ///< Added to the root of the average.
-    double weight_decay = 0;  ///< L2 penalty, added to the gradient.
-    double momentum = 0;      ///< > 0: a momentum buffer of the scaled steps.
-    bool centered = false;    ///< Normalise by the estimated variance (subtracting the squared mean gradient).
+    using Self = RMSpropOptions;
+    NORMNET_ARG(double, lr) = 1e-2;
+    NORMNET_ARG(double, alpha) = 0.99;      ///< Smoothing constant of the squared-gradient average.
+    NORMNET_ARG(double, eps) = 1e-8;        ///< Added to the root of the average.
+    NORMNET_ARG(double, weight_decay) = 0;  ///< L2 penalty, added to the gradient.
+    NORMNET_ARG(double, momentum) = 0;      ///< > 0: a momentum buffer of the scaled steps.
+    NORMNET_ARG(bool, centered) = false;    ///< Normalise by the estimated variance (subtracting the squared mean gradient).
 };
 
 /// Options of Adagrad, with torch.optim.Adagrad's defaults.
 struct AdagradOptions {
-    double lr = 1e-2;
-    double lr_decay = 0;                   ///< Step t uses lr / (1 + (t - 1) * lr_decay).
-    double weight_decay = 0;               ///< L2 penalty, added to the gradient.
-    double initial_accumulator_value = 0;  ///< The starting value of the sum of squared gradients.
-    double eps = 1e-10;                    ///< Added to the root of the sum.
+    using Self = AdagradOptions;
+    NORMNET_ARG(double, lr) = 1e-2;
+    NORMNET_ARG(double, lr_decay) = 0;                   ///< Step t uses lr / (1 + (t - 1) * lr_decay).
+    NORMNET_ARG(double, weight_decay) = 0;               ///< L2 penalty, added to the gradient.
+    NORMNET_ARG(double, initial_accumulator_value) = 0;  ///< The starting value of the sum of squared gradients.
+    NORMNET_ARG(double, eps) = 1e-10;                    ///< Added to the root of the sum.
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -93,18 +102,19 @@ struct AdagradOptions {
 /// value. Setting an option the optimizer does not have (Adam's momentum) is an error.
 /// Designated initializers must follow this order; betas take double braces: `.betas = {{0.9, 0.99}}`.
 struct ParamGroupOptions {
-    std::optional<double> lr{};
-    std::optional<double> weight_decay{};
-    std::optional<double> momentum{};                    ///< SGD, RMSprop
-    std::optional<double> dampening{};                   ///< SGD
-    std::optional<bool> nesterov{};                      ///< SGD
-    std::optional<std::pair<double, double>> betas{};    ///< Adam, AdamW
-    std::optional<double> eps{};                         ///< Adam, AdamW, RMSprop, Adagrad
-    std::optional<bool> amsgrad{};                       ///< Adam, AdamW
-    std::optional<double> alpha{};                       ///< RMSprop
-    std::optional<bool> centered{};                      ///< RMSprop
-    std::optional<double> lr_decay{};                    ///< Adagrad
-    std::optional<double> initial_accumulator_value{};   ///< Adagrad
+    using Self = ParamGroupOptions;
+    NORMNET_ARG(std::optional<double>, lr){};
+    NORMNET_ARG(std::optional<double>, weight_decay){};
+    NORMNET_ARG(std::optional<double>, momentum){};                    ///< SGD, RMSprop
+    NORMNET_ARG(std::optional<double>, dampening){};                   ///< SGD
+    NORMNET_ARG(std::optional<bool>, nesterov){};                      ///< SGD
+    NORMNET_ARG(std::optional<Betas>, betas){};    ///< Adam, AdamW
+    NORMNET_ARG(std::optional<double>, eps){};                         ///< Adam, AdamW, RMSprop, Adagrad
+    NORMNET_ARG(std::optional<bool>, amsgrad){};                       ///< Adam, AdamW
+    NORMNET_ARG(std::optional<double>, alpha){};                       ///< RMSprop
+    NORMNET_ARG(std::optional<bool>, centered){};                      ///< RMSprop
+    NORMNET_ARG(std::optional<double>, lr_decay){};                    ///< Adagrad
+    NORMNET_ARG(std::optional<double>, initial_accumulator_value){};   ///< Adagrad
 };
 
 /// A list of parameters with their own options (torch's param group, libtorch's
@@ -424,12 +434,13 @@ enum class Schedule {
 /// Options of LRScheduler. With warmup_steps w > 0, step t < w uses base * (t + 1) / w and the
 /// schedule then runs at t - w over the horizon T = total_steps - w.
 struct LRSchedulerOptions {
-    Schedule schedule = Schedule::constant;
-    int64_t total_steps = 0;   ///< batches in the whole run, warm-up included (needed by cosine)
-    int64_t warmup_steps = 0;  ///< linear warm-up ending at the base lr
-    int64_t step_size = 1;     ///< Schedule::step: batches per decay
-    double gamma = 0.1;        ///< Schedule::step: decay factor
-    double eta_min = 0.0;      ///< Schedule::cosine: the final lr
+    using Self = LRSchedulerOptions;
+    NORMNET_ARG(Schedule, schedule) = Schedule::constant;
+    NORMNET_ARG(int64_t, total_steps) = 0;   ///< batches in the whole run, warm-up included (needed by cosine)
+    NORMNET_ARG(int64_t, warmup_steps) = 0;  ///< linear warm-up ending at the base lr
+    NORMNET_ARG(int64_t, step_size) = 1;     ///< Schedule::step: batches per decay
+    NORMNET_ARG(double, gamma) = 0.1;        ///< Schedule::step: decay factor
+    NORMNET_ARG(double, eta_min) = 0.0;      ///< Schedule::cosine: the final lr
 };
 
 /// A learning-rate schedule stepped once per batch, in closed form, so that a resumed run only
@@ -566,8 +577,9 @@ private:
 
 /// Options of StepLR (torch requires step_size).
 struct StepLROptions {
-    int64_t step_size = 0;  ///< epochs per decay, >= 1
-    double gamma = 0.1;     ///< decay factor
+    using Self = StepLROptions;
+    NORMNET_ARG(int64_t, step_size) = 0;  ///< epochs per decay, >= 1
+    NORMNET_ARG(double, gamma) = 0.1;     ///< decay factor
 };
 
 /// torch's StepLR: the lr is multiplied by gamma every step_size epochs.
@@ -587,8 +599,9 @@ private:
 
 /// Options of MultiStepLR (torch requires milestones).
 struct MultiStepLROptions {
-    std::vector<int64_t> milestones{};  ///< epochs at which the lr is multiplied by gamma (a repeated one: gamma^count)
-    double gamma = 0.1;
+    using Self = MultiStepLROptions;
+    NORMNET_ARG(std::vector<int64_t>, milestones){};  ///< epochs at which the lr is multiplied by gamma (a repeated one: gamma^count)
+    NORMNET_ARG(double, gamma) = 0.1;
 };
 
 /// torch's MultiStepLR.
@@ -608,7 +621,8 @@ private:
 
 /// Options of ExponentialLR (torch requires gamma).
 struct ExponentialLROptions {
-    double gamma = 0;  ///< the lr is multiplied by gamma every epoch; > 0 (required)
+    using Self = ExponentialLROptions;
+    NORMNET_ARG(double, gamma) = 0;  ///< the lr is multiplied by gamma every epoch; > 0 (required)
 };
 
 /// torch's ExponentialLR.
@@ -628,8 +642,9 @@ private:
 
 /// Options of CosineAnnealingLR (torch requires T_max).
 struct CosineAnnealingLROptions {
-    int64_t T_max = 0;     ///< epochs of the half cosine, >= 1 (after it the lr rises again, as in torch)
-    double eta_min = 0.0;  ///< the lowest lr
+    using Self = CosineAnnealingLROptions;
+    NORMNET_ARG(int64_t, T_max) = 0;     ///< epochs of the half cosine, >= 1 (after it the lr rises again, as in torch)
+    NORMNET_ARG(double, eta_min) = 0.0;  ///< the lowest lr
 };
 
 /// torch's CosineAnnealingLR, in its recursive form.
@@ -649,9 +664,10 @@ private:
 
 /// Options of LinearLR, with torch's defaults.
 struct LinearLROptions {
-    double start_factor = 1.0 / 3;  ///< in (0, 1]: the factor of the first epoch
-    double end_factor = 1.0;        ///< in [0, 1]: the factor from total_iters on
-    int64_t total_iters = 5;        ///< >= 1
+    using Self = LinearLROptions;
+    NORMNET_ARG(double, start_factor) = 1.0 / 3;  ///< in (0, 1]: the factor of the first epoch
+    NORMNET_ARG(double, end_factor) = 1.0;        ///< in [0, 1]: the factor from total_iters on
+    NORMNET_ARG(int64_t, total_iters) = 5;        ///< >= 1
 };
 
 /// torch's LinearLR: the factor moves linearly from start_factor to end_factor over total_iters
@@ -675,18 +691,19 @@ enum class AnnealStrategy { cos, linear };
 
 /// Options of OneCycleLR, with torch's defaults (torch requires max_lr and a length).
 struct OneCycleLROptions {
-    PerGroup max_lr{};               ///< the peak lr, one for all groups or one per group (required)
-    int64_t total_steps = 0;         ///< steps in the cycle; 0: epochs * steps_per_epoch
-    int64_t epochs = 0;
-    int64_t steps_per_epoch = 0;
-    double pct_start = 0.3;          ///< the fraction of the cycle spent rising
-    AnnealStrategy anneal_strategy = AnnealStrategy::cos;
-    bool cycle_momentum = true;      ///< move momentum (SGD, RMSprop) or beta1 (Adam, AdamW) inversely to the lr
-    PerGroup base_momentum = 0.85;
-    PerGroup max_momentum = 0.95;
-    double div_factor = 25.0;        ///< initial lr = max_lr / div_factor
-    double final_div_factor = 1e4;   ///< final lr = initial lr / final_div_factor
-    bool three_phase = false;        ///< rise, fall back to the initial lr, then anneal to the final lr
+    using Self = OneCycleLROptions;
+    NORMNET_ARG(PerGroup, max_lr){};               ///< the peak lr, one for all groups or one per group (required)
+    NORMNET_ARG(int64_t, total_steps) = 0;         ///< steps in the cycle; 0: epochs * steps_per_epoch
+    NORMNET_ARG(int64_t, epochs) = 0;
+    NORMNET_ARG(int64_t, steps_per_epoch) = 0;
+    NORMNET_ARG(double, pct_start) = 0.3;          ///< the fraction of the cycle spent rising
+    NORMNET_ARG(AnnealStrategy, anneal_strategy) = AnnealStrategy::cos;
+    NORMNET_ARG(bool, cycle_momentum) = true;      ///< move momentum (SGD, RMSprop) or beta1 (Adam, AdamW) inversely to the lr
+    NORMNET_ARG(PerGroup, base_momentum) = 0.85;
+    NORMNET_ARG(PerGroup, max_momentum) = 0.95;
+    NORMNET_ARG(double, div_factor) = 25.0;        ///< initial lr = max_lr / div_factor
+    NORMNET_ARG(double, final_div_factor) = 1e4;   ///< final lr = initial lr / final_div_factor
+    NORMNET_ARG(bool, three_phase) = false;        ///< rise, fall back to the initial lr, then anneal to the final lr
 };
 
 /// torch's OneCycleLR, stepped once per batch, total_steps times at most. It sets each group's
@@ -770,14 +787,15 @@ enum class ThresholdMode { rel, abs };
 
 /// Options of ReduceLROnPlateau, with torch's defaults.
 struct ReduceLROnPlateauOptions {
-    PlateauMode mode = PlateauMode::min;
-    double factor = 0.1;  ///< new lr = lr * factor; < 1
-    int64_t patience = 10;  ///< epochs without improvement tolerated before reducing
-    double threshold = 1e-4;
-    ThresholdMode threshold_mode = ThresholdMode::rel;
-    int64_t cooldown = 0;  ///< epochs after a reduction during which bad epochs are not counted
-    PerGroup min_lr = 0.0;  ///< lower bound of the lr, one for all groups or one per group
-    double eps = 1e-8;      ///< reductions smaller than this are skipped
+    using Self = ReduceLROnPlateauOptions;
+    NORMNET_ARG(PlateauMode, mode) = PlateauMode::min;
+    NORMNET_ARG(double, factor) = 0.1;  ///< new lr = lr * factor; < 1
+    NORMNET_ARG(int64_t, patience) = 10;  ///< epochs without improvement tolerated before reducing
+    NORMNET_ARG(double, threshold) = 1e-4;
+    NORMNET_ARG(ThresholdMode, threshold_mode) = ThresholdMode::rel;
+    NORMNET_ARG(int64_t, cooldown) = 0;  ///< epochs after a reduction during which bad epochs are not counted
+    NORMNET_ARG(PerGroup, min_lr) = 0.0;  ///< lower bound of the lr, one for all groups or one per group
+    NORMNET_ARG(double, eps) = 1e-8;      ///< reductions smaller than this are skipped
 };
 
 /// torch's ReduceLROnPlateau: step(metric) once per evaluation; the lr is multiplied by factor

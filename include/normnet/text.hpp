@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
 
@@ -19,8 +20,9 @@ namespace normnet {
 
 /// Options of load_text_corpus.
 struct TextCorpusOptions {
+    using Self = TextCorpusOptions;
     /// Share of the records (or of the text, when it has no % separators) held out for validation.
-    double val_fraction = 0.05;
+    NORMNET_ARG(double, val_fraction) = 0.05;
 };
 
 /// A stream of token ids stored in the narrowest unsigned width that holds its vocabulary: 1 byte

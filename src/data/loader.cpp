@@ -79,7 +79,7 @@ DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& o
 
 std::pair<int64_t, int64_t> DataLoader::slice(int64_t index) const {
     const int64_t global_start = index * options_.batch_size;
-    const int64_t global_rows = std::min(options_.batch_size, size_ - global_start);
+    const int64_t global_rows = std::min(options_.batch_size(), size_ - global_start);
     const int64_t per_rank = options_.batch_size / options_.num_replicas;
     const int64_t begin = std::min(global_rows, options_.rank * per_rank);
     const int64_t end = std::min(global_rows, begin + per_rank);
@@ -87,7 +87,7 @@ std::pair<int64_t, int64_t> DataLoader::slice(int64_t index) const {
 }
 
 double DataLoader::share(int64_t index) const {
-    const int64_t global_rows = std::min(options_.batch_size, size_ - index * options_.batch_size);
+    const int64_t global_rows = std::min(options_.batch_size(), size_ - index * options_.batch_size);
     return global_rows > 0 ? static_cast<double>(slice(index).second) / static_cast<double>(global_rows) : 0.0;
 }
 

@@ -12,7 +12,7 @@ CharTransformer::CharTransformer(const CharTransformerOptions& options) : option
     const auto& o = options;
     NORMNET_CHECK(o.vocab_size > 0 && o.context > 0, "CharTransformer: vocab_size (", o.vocab_size, ") and context (",
                   o.context, ") must be positive");
-    const int64_t ff = o.dim_feedforward > 0 ? o.dim_feedforward : 4 * o.d_model;
+    const int64_t ff = o.dim_feedforward > 0 ? o.dim_feedforward() : 4 * o.d_model;
     set_checkpoint_blocks(o.checkpoint_blocks);
     tok_emb = register_module("tok_emb", std::make_shared<Embedding>(o.vocab_size, o.d_model));
     pos_emb = register_parameter("pos_emb", empty({o.context, o.d_model}));

@@ -114,7 +114,7 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
     }
     if (is_causal && mask.defined()) mask = combine(mask, causal_allowed(L, S));
     const bool causal = is_causal && !mask.defined();
-    const double p = is_training() ? options_.dropout : 0.0;
+    const double p = is_training() ? options_.dropout() : 0.0;
     const bool self_attention = &query.impl() == &key.impl() && &key.impl() == &value.impl();
 
     Tensor out, weights;

@@ -55,7 +55,7 @@ Unflatten::Unflatten(const UnflattenOptions& options) : options_(options) {
 
 Tensor Unflatten::forward(const Tensor& x) {
     const int64_t n = std::max(x.dim(), 1);
-    const int64_t dim = options_.dim < 0 ? options_.dim + n : options_.dim;
+    const int64_t dim = options_.dim < 0 ? options_.dim + n : options_.dim();
     NORMNET_CHECK(dim >= 0 && dim < x.dim(), "Unflatten: dimension ", options_.dim,
                   " is out of range for an input of shape ", x.shape());
     int64_t known = 1;

@@ -35,7 +35,7 @@ RNNBase::RNNBase(const RNNOptions& options, int64_t gates, const char* layer, bo
     const int64_t G = gates * o.hidden_size;
     for (int64_t k = 0; k < o.num_layers; ++k) {
         const std::string s = std::to_string(k);
-        const int64_t in = k == 0 ? o.input_size : o.hidden_size;
+        const int64_t in = k == 0 ? o.input_size() : o.hidden_size();
         weight_ih.push_back(register_parameter("weight_ih_l" + s, empty({G, in})));
         weight_hh.push_back(register_parameter("weight_hh_l" + s, empty({G, o.hidden_size})));
         const bool b = biases && o.bias;

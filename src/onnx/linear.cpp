@@ -19,8 +19,8 @@ Value Dropout::to_onnx(GraphBuilder&, const Value& x) const { return x; }
 
 Value Flatten::to_onnx(GraphBuilder& graph, const Value& x) const {
     const int64_t n = x.dim();
-    const int64_t start = options_.start_dim < 0 ? options_.start_dim + n : options_.start_dim;
-    const int64_t end = options_.end_dim < 0 ? options_.end_dim + n : options_.end_dim;
+    const int64_t start = options_.start_dim < 0 ? options_.start_dim + n : options_.start_dim();
+    const int64_t end = options_.end_dim < 0 ? options_.end_dim + n : options_.end_dim();
     if (start < 0 || end >= n || start > end) graph.fail("dimensions out of range of a " + std::to_string(n) + "-D input");
     Ints shape(x.shape.begin(), x.shape.begin() + start);
     int64_t merged = 1;
@@ -36,7 +36,7 @@ Value Flatten::to_onnx(GraphBuilder& graph, const Value& x) const {
 }
 
 Value Unflatten::to_onnx(GraphBuilder& graph, const Value& x) const {
-    const int64_t d = options_.dim < 0 ? options_.dim + x.dim() : options_.dim;
+    const int64_t d = options_.dim < 0 ? options_.dim + x.dim() : options_.dim();
     if (d < 0 || d >= x.dim() || x.size(d) == kBatch) graph.fail("it splits the batch dimension or one out of range");
     Ints sizes = options_.sizes;
     int64_t known = 1;

@@ -36,7 +36,7 @@ double LinearLR::get_lr(size_t group) {
 
 double LinearLR::closed_form_lr(size_t group) {
     const double start = options_.start_factor, end = options_.end_factor;
-    const auto done = static_cast<double>(std::min(options_.total_iters, last_epoch_));
+    const auto done = static_cast<double>(std::min(options_.total_iters(), last_epoch_));
     return base_lrs_[group] * (start + (end - start) * done / static_cast<double>(options_.total_iters));
 }
 

@@ -46,7 +46,7 @@ Optimizer& checked(Optimizer& optimizer, const OneCycleLROptions& o) {
     NORMNET_CHECK(std::isfinite(o.final_div_factor) && o.final_div_factor > 0.0,
                   "OneCycleLR: final_div_factor must be finite and > 0, got ", o.final_div_factor);
     NORMNET_CHECK(o.anneal_strategy == AnnealStrategy::cos || o.anneal_strategy == AnnealStrategy::linear,
-                  "OneCycleLR: unknown anneal_strategy ", static_cast<int>(o.anneal_strategy));
+                  "OneCycleLR: unknown anneal_strategy ", static_cast<int>(o.anneal_strategy()));
     // torch: 'momentum' or 'betas' in optimizer.defaults.
     NORMNET_CHECK(!o.cycle_momentum || optimizer.defaults().momentum || optimizer.defaults().betas, "OneCycleLR: ",
                   optimizer.name(), " has neither momentum nor betas; make it with cycle_momentum = false");

@@ -20,9 +20,9 @@ Optimizer& checked(Optimizer& optimizer, const ReduceLROnPlateauOptions& o) {
     NORMNET_CHECK(std::isfinite(o.threshold), "ReduceLROnPlateau: threshold must be finite, got ", o.threshold);
     NORMNET_CHECK(std::isfinite(o.eps) && o.eps >= 0.0, "ReduceLROnPlateau: eps must be finite and >= 0, got ", o.eps);
     NORMNET_CHECK(o.mode == PlateauMode::min || o.mode == PlateauMode::max, "ReduceLROnPlateau: unknown mode ",
-                  static_cast<int>(o.mode));
+                  static_cast<int>(o.mode()));
     NORMNET_CHECK(o.threshold_mode == ThresholdMode::rel || o.threshold_mode == ThresholdMode::abs,
-                  "ReduceLROnPlateau: unknown threshold_mode ", static_cast<int>(o.threshold_mode));
+                  "ReduceLROnPlateau: unknown threshold_mode ", static_cast<int>(o.threshold_mode()));
     for (size_t g = 0; g < optimizer.num_param_groups(); ++g) {
         const double min_lr = o.min_lr.at(g, optimizer.num_param_groups(), "ReduceLROnPlateau", "min_lr");
         NORMNET_CHECK(std::isfinite(min_lr) && min_lr >= 0.0, "ReduceLROnPlateau: min_lr must be finite and >= 0, got ",

@@ -30,7 +30,7 @@ LRSchedulerOptions checked(const LRSchedulerOptions& o) {
                   o.eta_min);
             break;
         default:
-            fail("LRScheduler: unknown schedule ", static_cast<int>(o.schedule));
+            fail("LRScheduler: unknown schedule ", static_cast<int>(o.schedule()));
     }
     return o;
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/dropout.hpp"
@@ -18,25 +19,26 @@ namespace normnet::models {
 /// Options of CharTransformer; the defaults are issue 13's model (context 128, d_model 128, 4
 /// blocks of 4 heads, pre-LN).
 struct CharTransformerOptions {
-    int64_t vocab_size = 0;
-    int64_t context = 128;         // the longest sequence forward accepts
-    int64_t d_model = 128;
-    int64_t n_layers = 4;
-    int64_t n_heads = 4;
-    double dropout = 0.0;          // on the embeddings, attention weights and residual branches
-    std::string norm = "layer";    // inside each block and the final norm: layer, rms, batch, none
-    bool norm_first = true;        // pre-LN (with a final norm) or post-LN (without)
-    int64_t dim_feedforward = 0;   // 0: 4 * d_model
+    using Self = CharTransformerOptions;
+    NORMNET_ARG(int64_t, vocab_size) = 0;
+    NORMNET_ARG(int64_t, context) = 128;         // the longest sequence forward accepts
+    NORMNET_ARG(int64_t, d_model) = 128;
+    NORMNET_ARG(int64_t, n_layers) = 4;
+    NORMNET_ARG(int64_t, n_heads) = 4;
+    NORMNET_ARG(double, dropout) = 0.0;          // on the embeddings, attention weights and residual branches
+    NORMNET_ARG(std::string, norm) = "layer";    // inside each block and the final norm: layer, rms, batch, none
+    NORMNET_ARG(bool, norm_first) = true;        // pre-LN (with a final norm) or post-LN (without)
+    NORMNET_ARG(int64_t, dim_feedforward) = 0;   // 0: 4 * d_model
     // Activation checkpointing of each block (normnet::checkpoint): a block keeps only its input
     // between forward and backward and runs again in backward. Changes no result, only memory and
     // time; with norm "batch" the running statistics would be updated twice, so it is refused.
-    bool checkpoint_blocks = false;
+    NORMNET_ARG(bool, checkpoint_blocks) = false;
     // Selective recomputation: each block's feed-forward network (linear1 -> GELU -> linear2)
     // recomputes its hidden [N, ff] activations in backward instead of keeping them
     // (TransformerEncoderLayer::checkpoint_feedforward); attention keeps its own. Any norm (the
     // norm before the network runs once). With checkpoint_blocks on too it only nests inside the
     // block's checkpoint (no further saving).
-    bool checkpoint_ffn = false;
+    NORMNET_ARG(bool, checkpoint_ffn) = false;
 };
 
 /// Token embedding tok_emb [vocab_size, d_model] plus a learned positional embedding pos_emb

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/linear.hpp"
@@ -15,13 +16,14 @@ namespace normnet::models {
 
 /// Options of RowLSTM; the defaults are issue 13's MNIST model.
 struct RowLSTMOptions {
-    int64_t rows = 28;           // steps
-    int64_t row_size = 28;       // pixels per step (input_size)
-    int64_t hidden_size = 128;
-    int64_t num_layers = 1;
-    int64_t num_classes = 10;
-    double dropout = 0.0;        // between LSTM layers
-    std::string norm = "layer";  // "layer": LayerNormLSTM; "none": LSTM
+    using Self = RowLSTMOptions;
+    NORMNET_ARG(int64_t, rows) = 28;           // steps
+    NORMNET_ARG(int64_t, row_size) = 28;       // pixels per step (input_size)
+    NORMNET_ARG(int64_t, hidden_size) = 128;
+    NORMNET_ARG(int64_t, num_layers) = 1;
+    NORMNET_ARG(int64_t, num_classes) = 10;
+    NORMNET_ARG(double, dropout) = 0.0;        // between LSTM layers
+    NORMNET_ARG(std::string, norm) = "layer";  // "layer": LayerNormLSTM; "none": LSTM
 };
 
 /// "rnn" (a batch-first LayerNormLSTM or LSTM) over the rows and a linear "head" on the last

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/conv.hpp"
@@ -17,17 +18,18 @@ namespace normnet::models {
 /// Options of VisionTransformer; the defaults are issue 13's MNIST model: 7x7 patches of a 28x28
 /// image give 16 tokens plus the class token, d_model 64, 4 blocks of 4 heads, pre-LN.
 struct VisionTransformerOptions {
-    int64_t image_size = 28;
-    int64_t patch_size = 7;      // must divide image_size
-    int64_t in_channels = 1;
-    int64_t num_classes = 10;
-    int64_t d_model = 64;
-    int64_t num_layers = 4;
-    int64_t num_heads = 4;
-    int64_t dim_feedforward = 128;
-    double dropout = 0.0;
-    std::string norm = "layer";  // inside each block and the final norm: layer, rms, batch, none
-    bool norm_first = true;      // pre-LN (with a final norm) or post-LN (without)
+    using Self = VisionTransformerOptions;
+    NORMNET_ARG(int64_t, image_size) = 28;
+    NORMNET_ARG(int64_t, patch_size) = 7;      // must divide image_size
+    NORMNET_ARG(int64_t, in_channels) = 1;
+    NORMNET_ARG(int64_t, num_classes) = 10;
+    NORMNET_ARG(int64_t, d_model) = 64;
+    NORMNET_ARG(int64_t, num_layers) = 4;
+    NORMNET_ARG(int64_t, num_heads) = 4;
+    NORMNET_ARG(int64_t, dim_feedforward) = 128;
+    NORMNET_ARG(double, dropout) = 0.0;
+    NORMNET_ARG(std::string, norm) = "layer";  // inside each block and the final norm: layer, rms, batch, none
+    NORMNET_ARG(bool, norm_first) = true;      // pre-LN (with a final norm) or post-LN (without)
 };
 
 /// Patches embedded by conv_proj (a Conv2d of kernel and stride patch_size), a learned class_token

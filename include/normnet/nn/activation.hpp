@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 
@@ -21,7 +22,8 @@ public:
 
 /// Options of GELU: approximate "none" (x Phi(x)) or "tanh" (the tanh approximation).
 struct GELUOptions {
-    std::string approximate = "none";
+    using Self = GELUOptions;
+    NORMNET_ARG(std::string, approximate) = "none";
 };
 
 /// gelu(x, approximate), printed GELU(approximate='none').
@@ -64,7 +66,8 @@ public:
 
 /// Options of LeakyReLU.
 struct LeakyReLUOptions {
-    double negative_slope = 0.01;
+    using Self = LeakyReLUOptions;
+    NORMNET_ARG(double, negative_slope) = 0.01;
 };
 
 /// leaky_relu(x, negative_slope), printed LeakyReLU(negative_slope=0.01).
@@ -83,7 +86,8 @@ private:
 
 /// Options of ELU.
 struct ELUOptions {
-    double alpha = 1.0;
+    using Self = ELUOptions;
+    NORMNET_ARG(double, alpha) = 1.0;
 };
 
 /// elu(x, alpha), printed ELU(alpha=1.0).
@@ -102,8 +106,9 @@ private:
 
 /// Options of Softplus.
 struct SoftplusOptions {
-    double beta = 1.0;
-    double threshold = 20.0;
+    using Self = SoftplusOptions;
+    NORMNET_ARG(double, beta) = 1.0;
+    NORMNET_ARG(double, threshold) = 20.0;
 };
 
 /// softplus(x, beta, threshold), printed Softplus(beta=1, threshold=20) (PyTorch's defaults are
@@ -123,7 +128,8 @@ private:
 
 /// Options of Softmax and LogSoftmax: the dimension (required, as torch::nn::SoftmaxOptions).
 struct SoftmaxOptions {
-    int dim = -1;
+    using Self = SoftmaxOptions;
+    NORMNET_ARG(int, dim) = -1;
 };
 
 /// softmax(x, dim), printed Softmax(dim=1).

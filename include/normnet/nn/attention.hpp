@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/linear.hpp"
@@ -17,11 +18,12 @@ namespace normnet {
 /// Options of MultiheadAttention (torch.nn.MultiheadAttention); kdim/vdim other than embed_dim,
 /// add_bias_kv and add_zero_attn are not offered.
 struct MultiheadAttentionOptions {
-    int64_t embed_dim = 0;
-    int64_t num_heads = 0;   // must divide embed_dim
-    double dropout = 0.0;    // on the attention weights, in training
-    bool bias = true;
-    bool batch_first = false;  // inputs [N, L, E] instead of PyTorch's default [L, N, E]
+    using Self = MultiheadAttentionOptions;
+    NORMNET_ARG(int64_t, embed_dim) = 0;
+    NORMNET_ARG(int64_t, num_heads) = 0;   // must divide embed_dim
+    NORMNET_ARG(double, dropout) = 0.0;    // on the attention weights, in training
+    NORMNET_ARG(bool, bias) = true;
+    NORMNET_ARG(bool, batch_first) = false;  // inputs [N, L, E] instead of PyTorch's default [L, N, E]
 };
 
 /// Attention of `num_heads` heads of embed_dim / num_heads each: the query, key and value are

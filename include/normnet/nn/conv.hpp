@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"
@@ -14,15 +15,16 @@ namespace normnet {
 /// Options of Conv2d (torch.nn.Conv2d). Sizes take one value or a pair: .kernel_size = 3 or
 /// {3, 5}; padding also "same" or "valid". padding_mode: only "zeros" is implemented.
 struct Conv2dOptions {
-    int64_t in_channels = 0;
-    int64_t out_channels = 0;
-    Size2 kernel_size = {};
-    Size2 stride = 1;
-    Conv2dPadding padding = 0;
-    Size2 dilation = 1;
-    int64_t groups = 1;
-    bool bias = true;
-    std::string padding_mode = "zeros";
+    using Self = Conv2dOptions;
+    NORMNET_ARG(int64_t, in_channels) = 0;
+    NORMNET_ARG(int64_t, out_channels) = 0;
+    NORMNET_ARG(Size2, kernel_size) = {};
+    NORMNET_ARG(Size2, stride) = 1;
+    NORMNET_ARG(Conv2dPadding, padding) = 0;
+    NORMNET_ARG(Size2, dilation) = 1;
+    NORMNET_ARG(int64_t, groups) = 1;
+    NORMNET_ARG(bool, bias) = true;
+    NORMNET_ARG(std::string, padding_mode) = "zeros";
 };
 
 /// 2-D convolution of [N, C, H, W] (or [C, H, W]) input: weight [out_channels, in_channels /

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 
@@ -11,7 +12,8 @@ namespace normnet {
 
 /// Options of Dropout (torch.nn.Dropout); in-place dropout is not offered.
 struct DropoutOptions {
-    double p = 0.5;  // probability of zeroing an element, in [0, 1]
+    using Self = DropoutOptions;
+    NORMNET_ARG(double, p) = 0.5;  // probability of zeroing an element, in [0, 1]
 };
 
 /// In training, zeroes each element with probability p and scales the rest by 1 / (1 - p); in

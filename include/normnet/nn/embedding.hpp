@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 
@@ -13,9 +14,10 @@ namespace normnet {
 
 /// Options of Embedding (torch.nn.Embedding); max_norm, scale_grad_by_freq and sparse are not offered.
 struct EmbeddingOptions {
-    int64_t num_embeddings = 0;
-    int64_t embedding_dim = 0;
-    std::optional<int64_t> padding_idx = std::nullopt;  // negative counts from the end, as torch
+    using Self = EmbeddingOptions;
+    NORMNET_ARG(int64_t, num_embeddings) = 0;
+    NORMNET_ARG(int64_t, embedding_dim) = 0;
+    NORMNET_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;  // negative counts from the end, as torch
 };
 
 /// weight [num_embeddings, embedding_dim] drawn from N(0, 1) as PyTorch, the padding_idx row zeroed;

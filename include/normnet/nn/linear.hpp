@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 
@@ -14,9 +15,10 @@ namespace normnet {
 
 /// Options of Linear (torch.nn.Linear).
 struct LinearOptions {
-    int64_t in_features = 0;
-    int64_t out_features = 0;
-    bool bias = true;
+    using Self = LinearOptions;
+    NORMNET_ARG(int64_t, in_features) = 0;
+    NORMNET_ARG(int64_t, out_features) = 0;
+    NORMNET_ARG(bool, bias) = true;
 };
 
 /// y = x W^T + b with weight [out_features, in_features] and bias [out_features], both
@@ -54,8 +56,9 @@ public:
 
 /// Options of Flatten (torch.nn.Flatten).
 struct FlattenOptions {
-    int64_t start_dim = 1;
-    int64_t end_dim = -1;
+    using Self = FlattenOptions;
+    NORMNET_ARG(int64_t, start_dim) = 1;
+    NORMNET_ARG(int64_t, end_dim) = -1;
 };
 
 /// Flattens dimensions start_dim..end_dim into one: [N, C, H, W] -> [N, C*H*W] by default.
@@ -76,8 +79,9 @@ private:
 
 /// Options of Unflatten (torch.nn.Unflatten): dimension dim becomes `sizes` (one may be -1).
 struct UnflattenOptions {
-    int64_t dim = 0;
-    std::vector<int64_t> sizes;
+    using Self = UnflattenOptions;
+    NORMNET_ARG(int64_t, dim) = 0;
+    NORMNET_ARG(std::vector<int64_t>, sizes);
 };
 
 /// Splits one dimension into several: Unflatten(1, {2, 5}) maps [N, 10] to [N, 2, 5].

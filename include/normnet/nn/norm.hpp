@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 
@@ -16,10 +17,11 @@ namespace normnet {
 
 /// Options of LayerNorm (torch.nn.LayerNorm).
 struct LayerNormOptions {
-    std::vector<int64_t> normalized_shape;
-    double eps = 1e-5;
-    bool elementwise_affine = true;
-    bool bias = true;  // only with elementwise_affine
+    using Self = LayerNormOptions;
+    NORMNET_ARG(std::vector<int64_t>, normalized_shape);
+    NORMNET_ARG(double, eps) = 1e-5;
+    NORMNET_ARG(bool, elementwise_affine) = true;
+    NORMNET_ARG(bool, bias) = true;  // only with elementwise_affine
 };
 
 /// Normalises each sample over its trailing normalized_shape dimensions (mean and biased
@@ -53,11 +55,12 @@ private:
 /// BatchNorm2dOptions are this struct, as in libtorch). An empty momentum averages all batches
 /// seen so far (PyTorch's momentum=None).
 struct BatchNormOptions {
-    int64_t num_features = 0;
-    double eps = 1e-5;
-    std::optional<double> momentum = 0.1;
-    bool affine = true;
-    bool track_running_stats = true;
+    using Self = BatchNormOptions;
+    NORMNET_ARG(int64_t, num_features) = 0;
+    NORMNET_ARG(double, eps) = 1e-5;
+    NORMNET_ARG(std::optional<double>, momentum) = 0.1;
+    NORMNET_ARG(bool, affine) = true;
+    NORMNET_ARG(bool, track_running_stats) = true;
 };
 using BatchNorm1dOptions = BatchNormOptions;
 using BatchNorm2dOptions = BatchNormOptions;
@@ -161,11 +164,12 @@ protected:
 /// affine parameters, no running statistics. momentum is a number (torch's instance_norm
 /// accepts no None).
 struct InstanceNormOptions {
-    int64_t num_features = 0;
-    double eps = 1e-5;
-    double momentum = 0.1;
-    bool affine = false;
-    bool track_running_stats = false;
+    using Self = InstanceNormOptions;
+    NORMNET_ARG(int64_t, num_features) = 0;
+    NORMNET_ARG(double, eps) = 1e-5;
+    NORMNET_ARG(double, momentum) = 0.1;
+    NORMNET_ARG(bool, affine) = false;
+    NORMNET_ARG(bool, track_running_stats) = false;
 };
 using InstanceNorm2dOptions = InstanceNormOptions;
 
@@ -195,10 +199,11 @@ private:
 
 /// Options of GroupNorm (torch.nn.GroupNorm).
 struct GroupNormOptions {
-    int64_t num_groups = 0;
-    int64_t num_channels = 0;
-    double eps = 1e-5;
-    bool affine = true;
+    using Self = GroupNormOptions;
+    NORMNET_ARG(int64_t, num_groups) = 0;
+    NORMNET_ARG(int64_t, num_channels) = 0;
+    NORMNET_ARG(double, eps) = 1e-5;
+    NORMNET_ARG(bool, affine) = true;
 };
 
 /// Group normalisation (torch.nn.GroupNorm, Wu and He 2018): the channels of each sample of
@@ -232,9 +237,10 @@ private:
 
 /// Options of RMSNorm (torch.nn.RMSNorm). An empty eps means float32's machine epsilon.
 struct RMSNormOptions {
-    std::vector<int64_t> normalized_shape;
-    std::optional<double> eps = std::nullopt;
-    bool elementwise_affine = true;
+    using Self = RMSNormOptions;
+    NORMNET_ARG(std::vector<int64_t>, normalized_shape);
+    NORMNET_ARG(std::optional<double>, eps) = std::nullopt;
+    NORMNET_ARG(bool, elementwise_affine) = true;
 };
 
 /// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dimensions.

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"
@@ -15,11 +16,12 @@ namespace normnet {
 
 /// Options of MaxPool2d (torch.nn.MaxPool2d); a stride not given is the kernel size.
 struct MaxPool2dOptions {
-    Size2 kernel_size = {};
-    Size2 stride = {};  // not given: the kernel size
-    Size2 padding = 0;
-    Size2 dilation = 1;
-    bool ceil_mode = false;
+    using Self = MaxPool2dOptions;
+    NORMNET_ARG(Size2, kernel_size) = {};
+    NORMNET_ARG(Size2, stride) = {};  // not given: the kernel size
+    NORMNET_ARG(Size2, padding) = 0;
+    NORMNET_ARG(Size2, dilation) = 1;
+    NORMNET_ARG(bool, ceil_mode) = false;
 };
 
 /// The maximum over each kernel_size window (max_pool2d).
@@ -44,12 +46,13 @@ private:
 
 /// Options of AvgPool2d (torch.nn.AvgPool2d); a stride not given is the kernel size.
 struct AvgPool2dOptions {
-    Size2 kernel_size = {};
-    Size2 stride = {};  // not given: the kernel size
-    Size2 padding = 0;
-    bool ceil_mode = false;
-    bool count_include_pad = true;
-    std::optional<int64_t> divisor_override = std::nullopt;
+    using Self = AvgPool2dOptions;
+    NORMNET_ARG(Size2, kernel_size) = {};
+    NORMNET_ARG(Size2, stride) = {};  // not given: the kernel size
+    NORMNET_ARG(Size2, padding) = 0;
+    NORMNET_ARG(bool, ceil_mode) = false;
+    NORMNET_ARG(bool, count_include_pad) = true;
+    NORMNET_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
 };
 
 /// The mean over each kernel_size window (avg_pool2d).
@@ -72,7 +75,8 @@ private:
 
 /// Options of AdaptiveAvgPool2d (torch.nn.AdaptiveAvgPool2d).
 struct AdaptiveAvgPool2dOptions {
-    Size2 output_size = {};
+    using Self = AdaptiveAvgPool2dOptions;
+    NORMNET_ARG(Size2, output_size) = {};
 };
 
 /// The mean over output_size adaptive windows (adaptive_avg_pool2d), e.g. AdaptiveAvgPool2d(1)

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/norm.hpp"
@@ -18,12 +19,13 @@ namespace normnet {
 
 /// Options of LSTM and GRU (torch.nn.LSTM, torch.nn.GRU); bidirectional and proj_size are not offered.
 struct RNNOptions {
-    int64_t input_size = 0;
-    int64_t hidden_size = 0;
-    int64_t num_layers = 1;
-    bool bias = true;
-    bool batch_first = false;  // input [N, T, I] instead of PyTorch's default [T, N, I]
-    double dropout = 0.0;      // on the outputs of every layer but the last, in training
+    using Self = RNNOptions;
+    NORMNET_ARG(int64_t, input_size) = 0;
+    NORMNET_ARG(int64_t, hidden_size) = 0;
+    NORMNET_ARG(int64_t, num_layers) = 1;
+    NORMNET_ARG(bool, bias) = true;
+    NORMNET_ARG(bool, batch_first) = false;  // input [N, T, I] instead of PyTorch's default [T, N, I]
+    NORMNET_ARG(double, dropout) = 0.0;      // on the outputs of every layer but the last, in training
 };
 using LSTMOptions = RNNOptions;
 using GRUOptions = RNNOptions;
@@ -108,13 +110,14 @@ public:
 
 /// Options of LayerNormLSTM: RNNOptions and the LayerNorms' eps.
 struct LayerNormLSTMOptions {
-    int64_t input_size = 0;
-    int64_t hidden_size = 0;
-    int64_t num_layers = 1;
-    bool bias = true;          // the shift of ln_ih (the gate bias) and of ln_c
-    bool batch_first = false;
-    double dropout = 0.0;
-    double layer_norm_eps = 1e-5;
+    using Self = LayerNormLSTMOptions;
+    NORMNET_ARG(int64_t, input_size) = 0;
+    NORMNET_ARG(int64_t, hidden_size) = 0;
+    NORMNET_ARG(int64_t, num_layers) = 1;
+    NORMNET_ARG(bool, bias) = true;          // the shift of ln_ih (the gate bias) and of ln_c
+    NORMNET_ARG(bool, batch_first) = false;
+    NORMNET_ARG(double, dropout) = 0.0;
+    NORMNET_ARG(double, layer_norm_eps) = 1e-5;
 };
 
 /// The LayerNorm LSTM of Ba, Kiros and Hinton (2016), eq. (20)-(22): per layer k and step,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/attention.hpp"
@@ -28,15 +29,16 @@ NORMNET_API std::shared_ptr<Module> make_sequence_norm(const std::string& norm, 
 /// Options of TransformerEncoderLayer (torch.nn.TransformerEncoderLayer) with PyTorch's defaults,
 /// plus `norm`, the normalisation inside the block (see make_sequence_norm).
 struct TransformerEncoderLayerOptions {
-    int64_t d_model = 0;
-    int64_t nhead = 0;
-    int64_t dim_feedforward = 2048;
-    double dropout = 0.1;
-    std::string activation = "relu";  // "relu" or "gelu"
-    double layer_norm_eps = 1e-5;
-    bool batch_first = false;
-    bool norm_first = false;  // pre-LN: x + sa(norm1(x)); post-LN (PyTorch's default): norm1(x + sa(x))
-    std::string norm = "layer";  // "layer", "rms", "batch", "none"
+    using Self = TransformerEncoderLayerOptions;
+    NORMNET_ARG(int64_t, d_model) = 0;
+    NORMNET_ARG(int64_t, nhead) = 0;
+    NORMNET_ARG(int64_t, dim_feedforward) = 2048;
+    NORMNET_ARG(double, dropout) = 0.1;
+    NORMNET_ARG(std::string, activation) = "relu";  // "relu" or "gelu"
+    NORMNET_ARG(double, layer_norm_eps) = 1e-5;
+    NORMNET_ARG(bool, batch_first) = false;
+    NORMNET_ARG(bool, norm_first) = false;  // pre-LN: x + sa(norm1(x)); post-LN (PyTorch's default): norm1(x + sa(x))
+    NORMNET_ARG(std::string, norm) = "layer";  // "layer", "rms", "batch", "none"
 };
 
 /// Self-attention and a feed-forward network, each with a residual connection and a normalisation
@@ -73,9 +75,12 @@ private:
 /// Options of TransformerEncoder: num_layers copies of a layer, and optionally a final
 /// normalisation (of the layer's norm kind; PyTorch's `norm` argument), which pre-LN stacks need.
 struct TransformerEncoderOptions {
+    using Self = TransformerEncoderOptions;
+    // A plain field, so that nested designated initialisers work (.encoder_layer = {.d_model = 8});
+    // an options field of class type would not be an aggregate.
     TransformerEncoderLayerOptions encoder_layer;
-    int64_t num_layers = 1;
-    bool final_norm = false;
+    NORMNET_ARG(int64_t, num_layers) = 1;
+    NORMNET_ARG(bool, final_norm) = false;
 };
 
 /// A stack of TransformerEncoderLayer named layers.0, layers.1, ... and the final norm "norm",
