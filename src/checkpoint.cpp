@@ -38,13 +38,14 @@ const char* stored_dtype(const Tensor& t) {
     switch (t.dtype()) {
         case kInt64: return "I64";
         case kBool: return "BOOL";
+        case kInt32: return "I32";
         case kFloat32: break;
     }
     return "F32";
 }
 
 size_t dtype_size(const std::string& dtype) {
-    if (dtype == "F32") return 4;
+    if (dtype == "F32" || dtype == "I32") return 4;
     if (dtype == "F64" || dtype == "I64") return 8;
     if (dtype == "F16" || dtype == "BF16") return 2;
     if (dtype == "BOOL") return 1;
@@ -53,7 +54,9 @@ size_t dtype_size(const std::string& dtype) {
 
 // The dtype a stored tensor is read into: integers and booleans keep theirs, floating-point
 // values (F32, F64, F16, BF16) become float32.
-Dtype loaded_dtype(const std::string& dtype) { return dtype == "I64" ? kInt64 : dtype == "BOOL" ? kBool : kFloat32; }
+Dtype loaded_dtype(const std::string& dtype) {
+    return dtype == "I64" ? kInt64 : dtype == "BOOL" ? kBool : dtype == "I32" ? kInt32 : kFloat32;
+}
 
 // IEEE binary16 to float32. Every half value is a float value, so this is exact; NaN payloads
 // and the sign of zero are kept.
@@ -84,7 +87,7 @@ void convert(const char* src, uint64_t numel, float* dst, Convert to_float) {
 // `numel` elements of `dtype` at `src` into t (of loaded_dtype(dtype)); `where` names the tensor.
 void decode(const std::string& dtype, const char* src, uint64_t numel, const Tensor& t, const std::string& where) {
     if (numel == 0) return;  // an empty tensor's data pointer may be null
-    if (dtype == "I64" || dtype == "F32") std::memcpy(t.impl().bytes(), src, numel * dtype_size(dtype));
+    if (dtype == "I64" || dtype == "F32" || dtype == "I32") std::memcpy(t.impl().bytes(), src, numel * dtype_size(dtype));
     if (dtype == "BOOL") {
         // Any byte but 0 and 1 would be an invalid bool.
         for (uint64_t i = 0; i < numel; ++i) NORMNET_CHECK(src[i] == 0 || src[i] == 1, where, " holds a BOOL byte other than 0 or 1");
@@ -117,7 +120,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
     Entry e;
     e.name = name;
     e.dtype = json.at("dtype").get<std::string>();
-    NORMNET_CHECK(dtype_size(e.dtype) != 0, where, " has unsupported dtype ", e.dtype, " (F32, F64, F16, BF16, I64 and BOOL are read)");
+    NORMNET_CHECK(dtype_size(e.dtype) != 0, where, " has unsupported dtype ", e.dtype, " (F32, F64, F16, BF16, I64, I32 and BOOL are read)");
     const std::vector<Json> dims = integer_list(json, "shape", where);
     NORMNET_CHECK(dims.size() <= static_cast<size_t>(kMaxDims), where, " has ", dims.size(), " dimensions (at most ", kMaxDims,
           " are supported)");

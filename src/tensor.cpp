@@ -53,6 +53,7 @@ const char* dtype_name(Dtype dtype) {
     switch (dtype) {
         case Dtype::int64: return "int64";
         case Dtype::bool8: return "bool";
+        case Dtype::int32: return "int32";
         case Dtype::float32: break;
     }
     return "float32";
@@ -183,6 +184,7 @@ template float Tensor::item<float>() const;
 template int64_t Tensor::item<int64_t>() const;
 template bool Tensor::item<bool>() const;
 template double Tensor::item<double>() const;
+template int32_t Tensor::item<int32_t>() const;
 
 float Tensor::at(std::initializer_list<int64_t> index) const {
     NORMNET_CHECK(static_cast<int>(index.size()) == dim(), "at: index of ", index.size(),
@@ -210,6 +212,7 @@ template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 
 Tensor Tensor::to(Dtype dtype) const {
     if (dtype == this->dtype()) return *this;
@@ -467,7 +470,7 @@ struct Formatter {
 
     Formatter(const std::vector<double>& values, Dtype dtype) {
         if (dtype != kFloat32) {
-            mode = dtype == kInt64 ? Mode::int64 : Mode::boolean;
+            mode = dtype == kBool ? Mode::boolean : Mode::int64;
             for (double v : values) width = std::max(width, static_cast<int>(format(v).size()));
             return;
         }
@@ -595,6 +598,7 @@ std::string Tensor::str() const {
         const std::string dims = shape().str();
         s += ", size=(" + dims.substr(1, dims.size() - 2) + ")";
     }
+    if (dtype() == kInt32) s += ", dtype=torch.int32";  // torch names every dtype but its defaults
     if (grad_fn()) {
         s += std::string(", grad_fn=<") + grad_fn()->name() + ">";
     } else if (requires_grad()) {

@@ -42,12 +42,13 @@ struct TensorImpl {
 /// A new TensorImpl from the small-object pool.
 std::shared_ptr<TensorImpl> new_impl();
 
-/// Calls f(T{}) with T the C++ element type of dtype (float, int64_t or bool).
+/// Calls f(T{}) with T the C++ element type of dtype (float, int64_t, bool or int32_t).
 template <class F>
 decltype(auto) visit_dtype(Dtype dtype, F&& f) {
     switch (dtype) {
         case Dtype::int64: return f(int64_t{});
         case Dtype::bool8: return f(bool{});
+        case Dtype::int32: return f(int32_t{});
         case Dtype::float32: break;
     }
     return f(float{});

@@ -74,6 +74,15 @@ NORMNET_API Tensor div(const Tensor& a, float b);
 NORMNET_API Tensor div(float a, const Tensor& b);
 /// a^b for every element of b.
 NORMNET_API Tensor pow(float a, const Tensor& b);
+/// The remainder of a / b with the divisor's sign (Python's %, torch.remainder): a - floor(a / b) * b;
+/// and with the dividend's (C's fmod, torch.fmod): a - trunc(a / b) * b. Broadcasting;
+/// differentiable in both (d/db = -floor(a / b), resp. -trunc(a / b), as torch).
+NORMNET_API Tensor remainder(const Tensor& a, const Tensor& b);
+NORMNET_API Tensor fmod(const Tensor& a, const Tensor& b);
+/// With a number: a float number gives a float32 result (an integer tensor is converted).
+NORMNET_API Tensor remainder(const Tensor& a, double b);
+NORMNET_API Tensor fmod(const Tensor& a, double b);
+
 
 /// Operators, as on torch::Tensor: + - * / between tensors (broadcasting) and with a number on
 /// either side, and unary minus. (x += y and the other compound assignments are Tensor members.)
@@ -90,6 +99,52 @@ NORMNET_API Tensor operator-(float a, const Tensor& b);
 NORMNET_API Tensor operator*(float a, const Tensor& b);
 NORMNET_API Tensor operator/(float a, const Tensor& b);
 NORMNET_API Tensor operator-(const Tensor& a);
+
+// Integer tensors (int64, int32; integer.cpp): + - * remainder fmod maximum minimum of two integer
+// tensors stay integer (int32 only with int32), wrapping around on overflow as torch; / is true
+// division (float32); an integer with a float32 tensor is converted to float32, as torch promotes.
+// A float number with an integer tensor gives float32 (labels * 0.5); an integer number keeps the
+// integer dtype (labels + 1), through these overloads.
+namespace detail {
+inline Tensor integer_number(int64_t v) {
+    const int64_t one[1] = {v};
+    return from_vector(std::span<const int64_t>(one), Shape{});
+}
+template <class I>
+concept IntegerNumber = std::integral<I> && !std::same_as<I, bool>;
+}  // namespace detail
+template <detail::IntegerNumber I>
+Tensor operator+(const Tensor& a, I b) {
+    return a.is_floating_point() ? a + static_cast<float>(b) : a + detail::integer_number(static_cast<int64_t>(b));
+}
+template <detail::IntegerNumber I>
+Tensor operator+(I a, const Tensor& b) {
+    return b + a;
+}
+template <detail::IntegerNumber I>
+Tensor operator-(const Tensor& a, I b) {
+    return a.is_floating_point() ? a - static_cast<float>(b) : a - detail::integer_number(static_cast<int64_t>(b));
+}
+template <detail::IntegerNumber I>
+Tensor operator-(I a, const Tensor& b) {
+    return b.is_floating_point() ? static_cast<float>(a) - b : detail::integer_number(static_cast<int64_t>(a)) - b;
+}
+template <detail::IntegerNumber I>
+Tensor operator*(const Tensor& a, I b) {
+    return a.is_floating_point() ? a * static_cast<float>(b) : a * detail::integer_number(static_cast<int64_t>(b));
+}
+template <detail::IntegerNumber I>
+Tensor operator*(I a, const Tensor& b) {
+    return b * a;
+}
+template <detail::IntegerNumber I>
+Tensor remainder(const Tensor& a, I b) {
+    return a.is_floating_point() ? remainder(a, static_cast<double>(b)) : remainder(a, detail::integer_number(static_cast<int64_t>(b)));
+}
+template <detail::IntegerNumber I>
+Tensor fmod(const Tensor& a, I b) {
+    return a.is_floating_point() ? fmod(a, static_cast<double>(b)) : fmod(a, detail::integer_number(static_cast<int64_t>(b)));
+}
 
 // ---- unary.cpp: unary math -----------------------------------------------------------------------
 // exp, log, log1p, expm1, erf and the activations below use normnet's vectorised float functions
@@ -187,6 +242,9 @@ NORMNET_API Tensor operator<(double a, const Tensor& b);
 NORMNET_API Tensor operator<=(double a, const Tensor& b);
 NORMNET_API Tensor operator>(double a, const Tensor& b);
 NORMNET_API Tensor operator>=(double a, const Tensor& b);
+/// True when a and b have the same shape and equal elements (torch.equal; NaN is unequal to
+/// itself; dtypes compared as eq compares them).
+NORMNET_API bool equal(const Tensor& a, const Tensor& b);
 /// Masks of NaN, of +-inf, and of finite elements (integer tensors: never NaN or inf).
 NORMNET_API Tensor isnan(const Tensor& x);
 NORMNET_API Tensor isinf(const Tensor& x);
@@ -452,6 +510,13 @@ NORMNET_API Tensor huber_loss(const Tensor& input, const Tensor& target, const H
 /// whatever the thread count. Returns x itself when not training, when p is 0 or x is empty.
 NORMNET_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
                            Generator& gen = default_generator());
+
+// ---- random.cpp ----------------------------------------------------------------------------
+/// 1 with probability p (each element of `probabilities`, in [0, 1]), else 0: float32 of its shape,
+/// as torch.bernoulli; not differentiable. From `gen`, the same on any thread count.
+NORMNET_API Tensor bernoulli(const Tensor& probabilities, Generator& gen = default_generator());
+/// The same with one probability p for every element, shaped as x (torch.bernoulli(x, p)).
+NORMNET_API Tensor bernoulli(const Tensor& x, double p, Generator& gen = default_generator());
 
 // ---- norm.cpp ---------------------------------------------------------------------------------
 /// Layer normalisation over the trailing dimensions given by normalized_shape: per sample,

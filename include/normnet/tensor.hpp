@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -32,6 +33,10 @@ public:
     /// Shape{4, 2, 3}; throws normnet::Error beyond kMaxDims dimensions (as the other constructors).
     Shape(std::initializer_list<int64_t> dims);
     Shape(const std::vector<int64_t>& dims);  // NOLINT: implicit, as IntArrayRef is in PyTorch
+    /// One size, as libtorch's IntArrayRef takes one: x.sum(1), x.mean(0), x.view(-1), zeros(5).
+    template <std::integral I>
+        requires(!std::same_as<I, bool>)
+    Shape(I size) : Shape{static_cast<int64_t>(size)} {}  // NOLINT: implicit on purpose
     /// From any contiguous range of sizes.
     explicit Shape(std::span<const int64_t> dims);
 
@@ -73,17 +78,22 @@ private:
 /// Prints s.str().
 NORMNET_API std::ostream& operator<<(std::ostream& os, const Shape& s);
 
-/// The element types (torch.float32, torch.int64, torch.bool). Only float32 tensors take part in
-/// autograd; int64 holds labels and indices, bool holds masks.
-enum class Dtype : uint8_t { float32, int64, bool8 };
+/// The element types (torch.float32, torch.int64, torch.bool, torch.int32). Only float32 tensors
+/// take part in autograd; int64 holds labels and indices, bool holds masks. int32 is a storage
+/// type: it converts (to()), is made by the factories and randint, read by item<int>(), takes part
+/// in integer arithmetic, comparisons, sums and the shape ops, and is saved as safetensors I32;
+/// ops that need indices want int64 (convert with to(kInt64)).
+enum class Dtype : uint8_t { float32, int64, bool8, int32 };
 inline constexpr Dtype kFloat32 = Dtype::float32;
 inline constexpr Dtype kFloat = Dtype::float32;
 inline constexpr Dtype kInt64 = Dtype::int64;
 inline constexpr Dtype kLong = Dtype::int64;
 inline constexpr Dtype kBool = Dtype::bool8;
-/// "float32", "int64", "bool", as PyTorch names them (without "torch.").
+inline constexpr Dtype kInt32 = Dtype::int32;
+inline constexpr Dtype kInt = Dtype::int32;
+/// "float32", "int64", "bool", "int32", as PyTorch names them (without "torch.").
 NORMNET_API const char* dtype_name(Dtype dtype);
-/// Bytes per element: 4, 8, 1.
+/// Bytes per element: 4, 8, 1, 4.
 NORMNET_API int64_t element_size(Dtype dtype);
 /// Prints dtype_name(dtype).
 NORMNET_API std::ostream& operator<<(std::ostream& os, Dtype dtype);
@@ -97,6 +107,8 @@ template <>
 inline constexpr Dtype dtype_of<int64_t> = kInt64;
 template <>
 inline constexpr Dtype dtype_of<bool> = kBool;
+template <>
+inline constexpr Dtype dtype_of<int32_t> = kInt32;
 
 class Node;
 class Tensor;
@@ -163,14 +175,15 @@ public:
 
     /// Pointer to the first float32 element (respecting the view's offset); throws for other dtypes.
     float* data() const { return data_ptr<float>(); }
-    /// Pointer to the first element as T, which must match dtype() (float, int64_t or bool).
+    /// Pointer to the first element as T, which must match dtype() (float, int64_t, bool or int32_t).
     template <class T>
     T* data_ptr() const {
         return static_cast<T*>(typed_data(dtype_of<T>));
     }
     /// The value of a one-element tensor, converted to float.
     float item() const { return item<float>(); }
-    /// The value of a one-element tensor converted to T (e.g. item<int64_t>() of an index).
+    /// The value of a one-element tensor converted to T: float, double, int64_t, int (int32_t) or
+    /// bool, e.g. item<int64_t>() of an index.
     template <class T>
     T item() const;
     /// The element at a full index, e.g. t.at({1, 2}), converted to float.
@@ -288,6 +301,8 @@ public:
     Tensor& uniform_(float low, float high, Generator& gen = default_generator());
     /// Fills with normal values of the given mean and standard deviation.
     Tensor& normal_(float mean, float std, Generator& gen = default_generator());
+    /// Fills with 1 with probability p, else 0 (src/ops/random.cpp; torch's bernoulli_(p)).
+    Tensor& bernoulli_(double p = 0.5, Generator& gen = default_generator());
     /// The storage's version counter: how many in-place updates its data has seen (views share it).
     uint32_t version() const;
     /// Records an in-place update of the data done through data() (bumps the version counter).
@@ -412,10 +427,12 @@ extern template NORMNET_API float Tensor::item<float>() const;
 extern template NORMNET_API int64_t Tensor::item<int64_t>() const;
 extern template NORMNET_API bool Tensor::item<bool>() const;
 extern template NORMNET_API double Tensor::item<double>() const;
+extern template NORMNET_API int32_t Tensor::item<int32_t>() const;
 extern template NORMNET_API std::vector<float> Tensor::to_vector<float>() const;
 extern template NORMNET_API std::vector<int64_t> Tensor::to_vector<int64_t>() const;
 extern template NORMNET_API std::vector<bool> Tensor::to_vector<bool>() const;
 extern template NORMNET_API std::vector<double> Tensor::to_vector<double>() const;
+extern template NORMNET_API std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 
 /// Prints t.str().
 NORMNET_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
@@ -445,6 +462,11 @@ NORMNET_API Tensor linspace(double start, double end, int64_t steps, Dtype dtype
 NORMNET_API Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
 /// int64 values uniform in [0, high).
 NORMNET_API Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_generator());
+/// The same values as the overloads above, stored as `dtype` (torch.randint(..., dtype=...)):
+/// randint(0, 10, {3}, kInt32). The draws do not depend on the dtype.
+NORMNET_API Tensor randint(int64_t low, int64_t high, const Shape& shape, Dtype dtype,
+                           Generator& gen = default_generator());
+NORMNET_API Tensor randint(int64_t high, const Shape& shape, Dtype dtype, Generator& gen = default_generator());
 /// A random permutation of 0, ..., n - 1 (int64), as torch.randperm.
 NORMNET_API Tensor randperm(int64_t n, Generator& gen = default_generator());
 /// A float32 tensor holding `values` with the given shape (their counts must agree).

@@ -66,7 +66,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderO
 }
 
 DataLoader::DataLoader(Tensor inputs, Tensor targets, const DataLoaderOptions& options)
-    : inputs_(inputs.contiguous()), targets_(targets.contiguous()), options_(options) {
+    // int32 labels are kept as int64, the dtype the losses take.
+    : inputs_(inputs.contiguous()), targets_((targets.dtype() == kInt32 ? targets.to(kInt64) : targets).contiguous()),
+      options_(options) {
     check_options(options);
     NORMNET_CHECK(inputs_.dim() >= 1 && targets_.dim() >= 1 && inputs_.size(0) == targets_.size(0),
                   "DataLoader: inputs of shape ", inputs_.shape(), " and targets of shape ", targets_.shape(),

@@ -126,6 +126,12 @@ void check_bool(const Tensor& t, const char* op) {
 }  // namespace detail
 
 Tensor eq(const Tensor& a, const Tensor& b) { return detail::compare(a, b, "eq", detail::Eq{}); }
+
+bool equal(const Tensor& a, const Tensor& b) {
+    if (!(a.shape() == b.shape())) return false;
+    NoGradGuard no_grad;
+    return logical_not(eq(a, b)).sum().item<int64_t>() == 0;
+}
 Tensor ne(const Tensor& a, const Tensor& b) { return detail::compare(a, b, "ne", detail::Ne{}); }
 Tensor lt(const Tensor& a, const Tensor& b) { return detail::compare(a, b, "lt", detail::Lt{}); }
 Tensor le(const Tensor& a, const Tensor& b) { return detail::compare(a, b, "le", detail::Le{}); }

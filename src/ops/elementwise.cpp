@@ -6,7 +6,9 @@
 // nodes through record_inplace, with self's previous history as input 0.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
+#include "integer.hpp"
 #include "loop.hpp"
 #include "normnet/ops.hpp"
 #include "op.hpp"
@@ -233,6 +235,28 @@ struct PowOp {
     }
 };
 
+// out = a - floor(a / b) * b, the divisor's sign (as torch: fmod, then b added when the signs
+// differ); da = dy, db = -dy * floor(a / b)
+struct RemainderOp {
+    static constexpr const char* kBackwardName = "RemainderBackward0";
+    static constexpr bool kSavesInputs = true;
+    float value(float a, float b) const {
+        const float r = std::fmod(a, b);
+        return r != 0.0f && ((r < 0.0f) != (b < 0.0f)) ? r + b : r;
+    }
+    template <int Which>
+    float grad(float a, float b, float dy) const { return Which == 0 ? dy : -dy * std::floor(a / b); }
+};
+
+// out = a - trunc(a / b) * b, the dividend's sign; da = dy, db = -dy * trunc(a / b)
+struct FmodOp {
+    static constexpr const char* kBackwardName = "FmodBackward1";
+    static constexpr bool kSavesInputs = true;
+    float value(float a, float b) const { return std::fmod(a, b); }
+    template <int Which>
+    float grad(float a, float b, float dy) const { return Which == 0 ? dy : -dy * std::trunc(a / b); }
+};
+
 // out = max(a, b), NaN if either is; the gradient goes to the larger input, split evenly on ties
 struct MaximumOp {
     static constexpr const char* kBackwardName = "MaximumBackward0";
@@ -257,22 +281,63 @@ struct MinimumOp {
     }
 };
 
+// Operands that are not both float32, by torch's promotion: two integer tensors take the integer
+// path (integer.cpp, when the op has one), an integer with a float32 tensor is converted to
+// float32 and `as_float` runs; bool takes no part in arithmetic.
+template <class AsFloat>
+Tensor promoted(const Tensor& a, const Tensor& b, const char* name, std::optional<IntegerOp> op, float alpha,
+                AsFloat as_float) {
+    const auto arithmetic = [](Dtype d) { return d == kFloat32 || is_integer(d); };
+    NORMNET_CHECK(arithmetic(a.dtype()) && arithmetic(b.dtype()), name, ": expected float32 or integer tensors, got ",
+                  a.dtype(), " and ", b.dtype());
+    if (op && is_integer(a.dtype()) && is_integer(b.dtype())) {
+        const auto whole = static_cast<int64_t>(alpha);
+        NORMNET_CHECK(static_cast<float>(whole) == alpha, name, ": alpha ", alpha, " must be a whole number for integer tensors");
+        return integer_binary(a, b, *op, whole, name);
+    }
+    return as_float(a.to(kFloat32), b.to(kFloat32));
+}
+bool both_float(const Tensor& a, const Tensor& b) { return a.dtype() == kFloat32 && b.dtype() == kFloat32; }
+
 }  // namespace
 }  // namespace detail
 
 Tensor add(const Tensor& a, const Tensor& b, float alpha) {
+    if (!detail::both_float(a, b)) {
+        return detail::promoted(a, b, "add", detail::IntegerOp::add, alpha,
+                                [alpha](const Tensor& x, const Tensor& y) { return add(x, y, alpha); });
+    }
     if (alpha == 1.0f) return detail::binary_op<detail::AddOp>(a, b, "add");
     return detail::binary_op(a, b, "add", detail::AddAlphaOp{alpha});
 }
 Tensor sub(const Tensor& a, const Tensor& b, float alpha) {
+    if (!detail::both_float(a, b)) {
+        return detail::promoted(a, b, "sub", detail::IntegerOp::sub, alpha,
+                                [alpha](const Tensor& x, const Tensor& y) { return sub(x, y, alpha); });
+    }
     if (alpha == 1.0f) return detail::binary_op<detail::SubOp>(a, b, "sub");
     return detail::binary_op(a, b, "sub", detail::SubAlphaOp{alpha});
 }
-Tensor mul(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::MulOp>(a, b, "mul"); }
-Tensor div(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::DivOp>(a, b, "div"); }
-Tensor pow(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::PowOp>(a, b, "pow"); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::MaximumOp>(a, b, "maximum"); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return detail::binary_op<detail::MinimumOp>(a, b, "minimum"); }
+
+// The other binary ops: the float32 op, or their integer form / promotion as above.
+#define NORMNET_BINARY(fn, Op, integer_op)                                                                      \
+    Tensor fn(const Tensor& a, const Tensor& b) {                                                                \
+        if (!detail::both_float(a, b)) {                                                                         \
+            return detail::promoted(a, b, #fn, integer_op, 1.0f, [](const Tensor& x, const Tensor& y) { return fn(x, y); }); \
+        }                                                                                                        \
+        return detail::binary_op<detail::Op>(a, b, #fn);                                                         \
+    }
+NORMNET_BINARY(mul, MulOp, detail::IntegerOp::mul)
+NORMNET_BINARY(div, DivOp, std::nullopt)  // true division: integers give float32, as torch
+NORMNET_BINARY(pow, PowOp, std::nullopt)
+NORMNET_BINARY(maximum, MaximumOp, detail::IntegerOp::maximum)
+NORMNET_BINARY(minimum, MinimumOp, detail::IntegerOp::minimum)
+NORMNET_BINARY(remainder, RemainderOp, detail::IntegerOp::remainder)
+NORMNET_BINARY(fmod, FmodOp, detail::IntegerOp::fmod)
+#undef NORMNET_BINARY
+
+Tensor remainder(const Tensor& a, double b) { return remainder(a.to(kFloat32), full({}, b)); }
+Tensor fmod(const Tensor& a, double b) { return fmod(a.to(kFloat32), full({}, b)); }
 
 // ---- Scalar forms: x + s, x - s, s - x, x * s, x / s, s / x, s^x ----------------------------
 // Unary ops of the shared machinery (unary.hpp), the scalar a member of the struct.
@@ -341,12 +406,31 @@ struct PowScalarBaseOp {
 }  // namespace
 }  // namespace detail
 
-Tensor add(const Tensor& a, float b, float alpha) { return detail::unary_op(a, "add", detail::AddScalarOp{alpha * b}); }
-Tensor sub(const Tensor& a, float b, float alpha) { return detail::unary_op(a, "sub", detail::SubScalarOp{alpha * b}); }
-Tensor rsub(const Tensor& a, float b) { return detail::unary_op(a, "rsub", detail::RsubScalarOp{b}); }
-Tensor mul(const Tensor& a, float b) { return detail::unary_op(a, "mul", detail::MulScalarOp{b}); }
-Tensor div(const Tensor& a, float b) { return detail::unary_op(a, "div", detail::DivScalarOp{b}); }
-Tensor div(float a, const Tensor& b) { return detail::unary_op(b, "div", detail::RdivScalarOp{a}); }
+// An integer tensor with a float number gives float32, as torch (integer numbers: the templates of ops.hpp).
+Tensor add(const Tensor& a, float b, float alpha) {
+    if (detail::is_integer(a.dtype())) return add(a.to(kFloat32), b, alpha);
+    return detail::unary_op(a, "add", detail::AddScalarOp{alpha * b});
+}
+Tensor sub(const Tensor& a, float b, float alpha) {
+    if (detail::is_integer(a.dtype())) return sub(a.to(kFloat32), b, alpha);
+    return detail::unary_op(a, "sub", detail::SubScalarOp{alpha * b});
+}
+Tensor rsub(const Tensor& a, float b) {
+    if (detail::is_integer(a.dtype())) return rsub(a.to(kFloat32), b);
+    return detail::unary_op(a, "rsub", detail::RsubScalarOp{b});
+}
+Tensor mul(const Tensor& a, float b) {
+    if (detail::is_integer(a.dtype())) return mul(a.to(kFloat32), b);
+    return detail::unary_op(a, "mul", detail::MulScalarOp{b});
+}
+Tensor div(const Tensor& a, float b) {
+    if (detail::is_integer(a.dtype())) return div(a.to(kFloat32), b);
+    return detail::unary_op(a, "div", detail::DivScalarOp{b});
+}
+Tensor div(float a, const Tensor& b) {
+    if (detail::is_integer(b.dtype())) return div(a, b.to(kFloat32));
+    return detail::unary_op(b, "div", detail::RdivScalarOp{a});
+}
 Tensor pow(float a, const Tensor& b) { return detail::unary_op(b, "pow", detail::PowScalarBaseOp{a}); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
@@ -417,7 +501,9 @@ void check_inplace_update(const Tensor& self, bool other_requires_grad, const ch
 
 // self = op(self, other), other broadcast to self's shape.
 template <class Op>
-void inplace_binary(Tensor& self, const Tensor& other_in, const char* name, const Op op = {}) {
+void inplace_binary(Tensor& self, const Tensor& other_given, const char* name, const Op op = {}) {
+    // An integer other is converted (float += int64 is float, as torch).
+    const Tensor other_in = is_integer(other_given.dtype()) ? other_given.to(kFloat32) : other_given;
     check_float_operands(self, other_in, name);
     check_inplace_update(self, other_in.requires_grad(), name);
     NORMNET_CHECK(broadcast_shapes(self.shape(), other_in.shape(), name) == self.shape(), name, ": output with shape ",
@@ -461,10 +547,25 @@ void inplace_scalar(Tensor& self, const char* name, const Op op) {
     if (auto* node = record_inplace<UnaryBackward<Op>>(self, {})) node->op = op;
 }
 
+// An integer self takes the op's integer form (integer.cpp); div_ has none, since true division
+// gives float32, which an integer tensor cannot hold (torch refuses it too).
+bool integer_update(Tensor& self, const Tensor& other, std::optional<IntegerOp> op, double alpha, const char* name) {
+    if (!is_integer(self.dtype())) return false;
+    NORMNET_CHECK(op.has_value(), name, ": result type Float can't be cast to the desired output type ", self.dtype(),
+                  " (true division; convert the tensor with to(kFloat32) first)");
+    integer_inplace(self, other, *op, integral_value(alpha, self, name), name);
+    return true;
+}
+bool integer_update(Tensor& self, double number, std::optional<IntegerOp> op, const char* name) {
+    if (!is_integer(self.dtype())) return false;
+    return integer_update(self, integer_scalar(integral_value(number, self, name)), op, 1.0, name);
+}
+
 }  // namespace
 }  // namespace detail
 
 Tensor& Tensor::add_(const Tensor& other, float alpha) {
+    if (detail::integer_update(*this, other, detail::IntegerOp::add, alpha, "add_")) return *this;
     if (alpha == 1.0f) {
         detail::inplace_binary<detail::AddOp>(*this, other, "add_");
     } else {
@@ -473,6 +574,7 @@ Tensor& Tensor::add_(const Tensor& other, float alpha) {
     return *this;
 }
 Tensor& Tensor::sub_(const Tensor& other, float alpha) {
+    if (detail::integer_update(*this, other, detail::IntegerOp::sub, alpha, "sub_")) return *this;
     if (alpha == 1.0f) {
         detail::inplace_binary<detail::SubOp>(*this, other, "sub_");
     } else {
@@ -481,26 +583,32 @@ Tensor& Tensor::sub_(const Tensor& other, float alpha) {
     return *this;
 }
 Tensor& Tensor::mul_(const Tensor& other) {
+    if (detail::integer_update(*this, other, detail::IntegerOp::mul, 1.0, "mul_")) return *this;
     detail::inplace_binary<detail::MulOp>(*this, other, "mul_");
     return *this;
 }
 Tensor& Tensor::div_(const Tensor& other) {
+    if (detail::integer_update(*this, other, std::nullopt, 1.0, "div_")) return *this;
     detail::inplace_binary<detail::DivOp>(*this, other, "div_");
     return *this;
 }
 Tensor& Tensor::add_(float other, float alpha) {
+    if (detail::integer_update(*this, static_cast<double>(alpha) * other, detail::IntegerOp::add, "add_")) return *this;
     detail::inplace_scalar(*this, "add_", detail::AddScalarOp{alpha * other});
     return *this;
 }
 Tensor& Tensor::sub_(float other, float alpha) {
+    if (detail::integer_update(*this, static_cast<double>(alpha) * other, detail::IntegerOp::sub, "sub_")) return *this;
     detail::inplace_scalar(*this, "sub_", detail::SubScalarOp{alpha * other});
     return *this;
 }
 Tensor& Tensor::mul_(float factor) {
+    if (detail::integer_update(*this, factor, detail::IntegerOp::mul, "mul_")) return *this;
     detail::inplace_scalar(*this, "mul_", detail::MulScalarOp{factor});
     return *this;
 }
 Tensor& Tensor::div_(float divisor) {
+    if (detail::integer_update(*this, divisor, std::nullopt, "div_")) return *this;
     detail::inplace_scalar(*this, "div_", detail::DivScalarOp{divisor});
     return *this;
 }

@@ -1,6 +1,7 @@
 // Factories beyond those of tensor.cpp: linspace, and the seeded integer draws randint and randperm
 // (int64, as torch's), from normnet's Generator.
 #include <algorithm>
+#include <cstdint>
 
 #include "../tensor_impl.hpp"
 
@@ -34,6 +35,15 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
 }
 
 Tensor randint(int64_t high, const Shape& shape, Generator& gen) { return randint(0, high, shape, gen); }
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Dtype dtype, Generator& gen) {
+    NORMNET_CHECK(dtype != kBool, "randint: dtype bool is not supported (torch: \"check_uniform_bounds\" not implemented for 'Bool')");
+    NORMNET_CHECK(dtype != kInt32 || (low >= INT32_MIN && high <= int64_t{INT32_MAX} + 1), "randint: [", low, ", ", high,
+                  ") does not fit in dtype int32");
+    return randint(low, high, shape, gen).to(dtype);
+}
+
+Tensor randint(int64_t high, const Shape& shape, Dtype dtype, Generator& gen) { return randint(0, high, shape, dtype, gen); }
 
 Tensor randperm(int64_t n, Generator& gen) {
     NORMNET_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);

@@ -55,3 +55,82 @@ TEST_CASE("idioms: options take libtorch's builder calls beside designated initi
     SGD optimizer(fc.parameters(), SGDOptions{0.1}.momentum(0.9));
     CHECK(optimizer.options().momentum == 0.9);
 }
+
+TEST_CASE("idioms: reductions take one integer dimension", "[idioms]") {
+    const Tensor x = arange(6).reshape({2, 3});
+    CHECK(equal(x.sum(1), tensor({3, 12})));
+    CHECK(equal(x.mean(0), tensor({1.5, 2.5, 3.5})));
+    CHECK(equal(sum(x, 1, true), tensor({3, 12}).reshape({2, 1})));
+    auto [values, indices] = x.max(1);
+    CHECK(equal(values, tensor({2, 5})));
+    CHECK(equal(indices, tensor({2, 2}, kInt64)));
+    CHECK(equal(x.amax(0), tensor({3, 4, 5})));
+    CHECK(x.view(-1).dim() == 1);
+    CHECK(zeros(5).shape() == Shape{5});
+}
+
+TEST_CASE("idioms: equal, remainder, fmod and bernoulli", "[idioms]") {
+    CHECK(equal(tensor({1, 2}), tensor({1, 2})));
+    CHECK_FALSE(equal(tensor({1, 2}), tensor({1, 3})));
+    CHECK_FALSE(equal(tensor({1, 2}), tensor({1, 2, 3})));
+    CHECK_FALSE(equal(tensor({NAN}), tensor({NAN})));  // as torch.equal
+    // torch.remainder takes the divisor's sign, torch.fmod the dividend's.
+    const Tensor a = tensor({-3, 3, -3, 3, 5.5f}), b = tensor({2, -2, -2, 2, 2});
+    CHECK(equal(remainder(a, b), tensor({1, -1, -1, 1, 1.5f})));
+    CHECK(equal(fmod(a, b), tensor({-1, 1, -1, 1, 1.5f})));
+    CHECK(equal(remainder(a, 2.0), tensor({1, 1, 1, 1, 1.5f})));
+    const Tensor ia = tensor({-7, 7, -7}, kInt64), ib = tensor({3, -3, -3}, kInt64);
+    CHECK(equal(remainder(ia, ib), tensor({2, -2, -1}, kInt64)));
+    CHECK(equal(fmod(ia, ib), tensor({-1, 1, -1}, kInt64)));
+    CHECK(remainder(ia, 4).dtype() == kInt64);
+    CHECK_THROWS_WITH(remainder(ia, 0), Contains("integer division by zero"));
+    // Gradients as torch: d/da 1, d/db -floor(a / b).
+    Tensor x = tensor({5.5f, -3}).requires_grad_(), d = tensor({2, 2}).requires_grad_();
+    remainder(x, d).sum().backward();
+    CHECK(equal(x.grad(), tensor({1, 1})));
+    CHECK(equal(d.grad(), tensor({-2, 2})));
+    Generator gen(1);
+    const Tensor draws = bernoulli(full({1000}, 0.3), gen);
+    CHECK(draws.dtype() == kFloat32);
+    CHECK(equal(logical_or(draws == 0.0, draws == 1.0), ones({1000}, kBool)));
+    CHECK(std::abs(draws.mean().item() - 0.3f) < 0.06f);
+    CHECK(equal(bernoulli(zeros({4}), 1.0, gen), ones({4})));
+    Tensor filled = empty({3});
+    filled.bernoulli_(0.0, gen);
+    CHECK(equal(filled, zeros({3})));
+}
+
+TEST_CASE("idioms: randint with a dtype, int32, item<int> and integer arithmetic", "[idioms]") {
+    Generator gen(3);
+    const Tensor r = randint(0, 10, {100}, kInt32, gen);
+    CHECK(r.dtype() == kInt32);
+    CHECK(r.min().item<int>() >= 0);
+    CHECK(r.max().item<int>() < 10);
+    Generator again(3);
+    CHECK(equal(randint(0, 10, {100}, again).to(kInt32), r));  // the same draws as int64
+    const Tensor i32 = tensor({1, 2, 3}, kInt32);
+    CHECK(tensor({7}, kInt32).item<int>() == 7);
+    CHECK(i32.sum().dtype() == kInt64);  // as torch
+    CHECK(i32.sum().item<int>() == 6);
+    CHECK((i32 + i32).dtype() == kInt32);
+    CHECK((i32 + tensor({1}, kInt64)).dtype() == kInt64);
+    CHECK(cat({i32, i32}).numel() == 6);
+    CHECK(i32.str() == "tensor([1, 2, 3], dtype=torch.int32)");
+    CHECK(tensor({2.0f}, kInt32).item<int>() == 2);
+    CHECK(zeros({2}, kInt).dtype() == kInt32);
+    // int64 arithmetic, in place and not: integers stay integers, / is true division.
+    Tensor labels = tensor({1, 2, 3}, kInt64);
+    labels += 1;
+    labels *= 2;
+    labels -= tensor({1, 1, 1}, kInt64);
+    CHECK(equal(labels, tensor({3, 5, 7}, kInt64)));
+    CHECK((labels + 1).dtype() == kInt64);
+    CHECK((labels * 0.5f).dtype() == kFloat32);
+    CHECK(equal(labels / 2, tensor({1.5, 2.5, 3.5})));
+    CHECK((labels + tensor({0.5})).dtype() == kFloat32);
+    CHECK_THROWS_WITH(labels += 0.5f, Contains("can't be cast to the desired output type int64"));
+    CHECK_THROWS_WITH(labels /= 2.0f, Contains("can't be cast"));
+    Tensor correct = zeros({}, kInt64);
+    correct += (tensor({1, 2, 3}) == tensor({1, 0, 3})).sum();
+    CHECK(correct.item<int64_t>() == 2);
+}
