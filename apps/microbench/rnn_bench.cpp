@@ -56,6 +56,6 @@ int main(int argc, char** argv) {
         });
     }
     LayerNormLSTM ln(LayerNormLSTMOptions{.input_size = I, .hidden_size = H, .batch_first = true});
-    row("LayerNormLSTM", 4, [&] { ln.forward(x).backward(dout); });
+    row("LayerNormLSTM", 4, [&] { std::get<0>(ln.forward(x)).backward(dout); });
     return 0;
 }

@@ -134,3 +134,22 @@ TEST_CASE("idioms: randint with a dtype, int32, item<int> and integer arithmetic
     correct += (tensor({1, 2, 3}) == tensor({1, 0, 3})).sum();
     CHECK(correct.item<int64_t>() == 2);
 }
+
+TEST_CASE("idioms: LSTM and GRU forward return the states, for structured bindings", "[idioms]") {
+    manual_seed(0);
+    LSTM lstm(LSTMOptions{3, 5}.batch_first(true));
+    const Tensor x = randn({2, 4, 3});
+    auto [output, state] = lstm.forward(x);
+    auto [h, c] = state;
+    CHECK(output.shape() == Shape{2, 4, 5});
+    CHECK(h.shape() == Shape{1, 2, 5});
+    CHECK(c.shape() == Shape{1, 2, 5});
+    auto [output2, state2] = lstm(x);  // operator() too, as libtorch's holder
+    CHECK(equal(output2, output));
+    GRU gru(GRUOptions{3, 5}.batch_first(true));
+    auto [gru_out, h_n] = gru.forward(x);
+    CHECK(h_n.shape() == Shape{1, 2, 5});
+    // Seen as a Module (in a Sequential), the output alone.
+    Module& as_module = lstm;
+    CHECK(equal(as_module.forward(x), output));
+}

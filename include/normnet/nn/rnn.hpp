@@ -37,6 +37,10 @@ using GRUOptions = RNNOptions;
 /// after its last step (as torch with pack_padded_sequence).
 class NORMNET_API RNNBase : public Module {
 public:
+    /// The output alone, for code that sees the layer as a Module (a Sequential, Module::forward
+    /// through a base pointer). LSTM, GRU and LayerNormLSTM's own forward(x) returns the states
+    /// too, as libtorch's.
+    Tensor forward(const Tensor& input) override { return output_of(input); }
     const RNNOptions& options() const { return options_; }
     /// Draws every parameter from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) again.
     void reset_parameters();
@@ -45,6 +49,8 @@ public:
     std::vector<Tensor> weight_ih, weight_hh, bias_ih, bias_hh;  // per layer; biases undefined without bias
 
 protected:
+    /// forward(input)'s output, from the subclass's full forward.
+    virtual Tensor output_of(const Tensor& input) = 0;
     /// Registers the weights of `gates` gates per layer (and the biases when `biases` and options.bias).
     RNNBase(const RNNOptions& options, int64_t gates, const char* layer, bool biases = true);
     /// input [T, N, I] ([N, T, I] with batch_first) -> batch-first [N, T, I], checked.
@@ -77,6 +83,11 @@ protected:
     const char* layer_;
 };
 
+// LSTM, GRU and LayerNormLSTM's forward(x) returns the states with the output, as libtorch's, so it
+// hides Module's single-tensor forward (RNNBase still overrides that one, for containers).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverloaded-virtual"
+
 /// A multi-layer LSTM (torch.nn.LSTM, gates i, f, g, o), every layer one fused lstm_layer.
 class NORMNET_API LSTM : public RNNBase {
 public:
@@ -84,15 +95,23 @@ public:
     LSTM(int64_t input_size, int64_t hidden_size) : LSTM(LSTMOptions{input_size, hidden_size}) {}
     /// input [T, N, I] ([N, T, I] with batch_first), hx = (h0, c0) each [num_layers, N, H] or
     /// undefined (zeros) -> (output [T, N, H] of the last layer, (h_n, c_n) [num_layers, N, H]).
-    /// All three are differentiable (as torch's). Unbatched input [T, I] takes and gives the
-    /// same without the N dimension.
-    std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx,
+    /// All three are differentiable (as torch's): `auto [output, state] = lstm.forward(x);`
+    /// then `auto [h_n, c_n] = state;`. Unbatched input [T, I] takes and gives the same without
+    /// the N dimension.
+    std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx = {},
                                                            const Tensor& lengths = {});
-    /// The output alone.
-    Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, {})); }
+    /// lstm(x): forward(x), as libtorch's.
+    std::tuple<Tensor, std::tuple<Tensor, Tensor>> operator()(const Tensor& input,
+                                                              const std::tuple<Tensor, Tensor>& hx = {},
+                                                              const Tensor& lengths = {}) {
+        return forward(input, hx, lengths);
+    }
     onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LSTM"; }
     std::shared_ptr<Module> clone() const override;
+
+protected:
+    Tensor output_of(const Tensor& input) override { return std::get<0>(forward(input)); }
 };
 
 /// A multi-layer GRU (torch.nn.GRU, gates r, z, n), every layer one fused gru_layer.
@@ -101,11 +120,17 @@ public:
     explicit GRU(const GRUOptions& options) : RNNBase(options, 3, "GRU") {}
     GRU(int64_t input_size, int64_t hidden_size) : GRU(GRUOptions{input_size, hidden_size}) {}
     /// input as LSTM's, h0 [num_layers, N, H] or undefined -> (output, h_n [num_layers, N, H]).
-    std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0, const Tensor& lengths = {});
-    Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, Tensor{})); }
+    std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = {}, const Tensor& lengths = {});
+    /// gru(x): forward(x).
+    std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = {}, const Tensor& lengths = {}) {
+        return forward(input, h0, lengths);
+    }
     onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "GRU"; }
     std::shared_ptr<Module> clone() const override;
+
+protected:
+    Tensor output_of(const Tensor& input) override { return std::get<0>(forward(input)); }
 };
 
 /// Options of LayerNormLSTM: RNNOptions and the LayerNorms' eps.
@@ -132,9 +157,13 @@ public:
     explicit LayerNormLSTM(const LayerNormLSTMOptions& options);
     LayerNormLSTM(int64_t input_size, int64_t hidden_size)
         : LayerNormLSTM(LayerNormLSTMOptions{input_size, hidden_size}) {}
-    std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx,
+    std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input, const std::tuple<Tensor, Tensor>& hx = {},
                                                            const Tensor& lengths = {});
-    Tensor forward(const Tensor& input) override { return std::get<0>(forward(input, {})); }
+    std::tuple<Tensor, std::tuple<Tensor, Tensor>> operator()(const Tensor& input,
+                                                              const std::tuple<Tensor, Tensor>& hx = {},
+                                                              const Tensor& lengths = {}) {
+        return forward(input, hx, lengths);
+    }
     onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     std::string type_name() const override { return "LayerNormLSTM"; }
     std::shared_ptr<Module> clone() const override;
@@ -142,8 +171,13 @@ public:
 
     std::vector<std::shared_ptr<LayerNorm>> ln_ih, ln_hh, ln_c;  // per layer
 
+protected:
+    Tensor output_of(const Tensor& input) override { return std::get<0>(forward(input)); }
+
 private:
     LayerNormLSTMOptions ln_options_;
 };
+
+#pragma GCC diagnostic pop
 
 }  // namespace normnet
