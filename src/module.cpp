@@ -15,10 +15,35 @@
 namespace normnet {
 
 Tensor find_tensor(const NamedTensors& list, const std::string& name) {
-    for (const auto& [key, t] : list) {
-        if (key == name) return t;
+    const Tensor* t = list.find(name);
+    return t != nullptr ? *t : Tensor();
+}
+
+Tensor* NamedTensors::find(const std::string& key) {
+    for (auto& entry : *this) {
+        if (entry.first == key) return &entry.second;
     }
-    return Tensor();
+    return nullptr;
+}
+const Tensor* NamedTensors::find(const std::string& key) const { return const_cast<NamedTensors&>(*this).find(key); }
+
+Tensor& NamedTensors::operator[](const std::string& key) {
+    Tensor* t = find(key);
+    NORMNET_CHECK(t != nullptr, "no tensor named '", key, "' among ", size(), " (keys() lists them)");
+    return *t;
+}
+const Tensor& NamedTensors::operator[](const std::string& key) const { return const_cast<NamedTensors&>(*this)[key]; }
+
+std::vector<std::string> NamedTensors::keys() const {
+    std::vector<std::string> out;
+    for (const auto& entry : *this) out.push_back(entry.first);
+    return out;
+}
+
+std::vector<Tensor> NamedTensors::values() const {
+    std::vector<Tensor> out;
+    for (const auto& entry : *this) out.push_back(entry.second);
+    return out;
 }
 
 Tensor Module::forward(const Tensor&) {

@@ -16,13 +16,16 @@
 //   normnet::Tensor y = Square::apply(x);
 #pragma once
 
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "normnet/autograd.hpp"
@@ -36,6 +39,57 @@ using tensor_list = std::vector<Tensor>;
 
 /// Most Tensor arguments a Function's forward can take.
 inline constexpr int kMaxFunctionInputs = 4;
+
+/// A value in AutogradContext::saved_data, as libtorch's IValue: a double, an integer, a bool, a
+/// string, a Tensor, or a list of integers (a Shape) or of doubles, read back with libtorch's
+/// accessors (toDouble(), toInt(), ...; reading the wrong kind throws normnet::Error). It also
+/// converts to double, as the plain doubles saved_data held before.
+class IValue {
+public:
+    IValue() = default;
+    template <class T>
+        requires std::floating_point<T>
+    IValue(T v) : value_(static_cast<double>(v)) {}  // NOLINT: implicit, as libtorch's
+    template <class T>
+        requires std::integral<T> && (!std::same_as<T, bool>)
+    IValue(T v) : value_(static_cast<int64_t>(v)) {}  // NOLINT
+    IValue(bool v) : value_(v) {}                                        // NOLINT
+    IValue(std::string v) : value_(std::move(v)) {}                      // NOLINT
+    IValue(const char* v) : value_(std::string(v)) {}                    // NOLINT
+    IValue(Tensor v) : value_(std::move(v)) {}                           // NOLINT
+    IValue(std::vector<int64_t> v) : value_(std::move(v)) {}             // NOLINT
+    IValue(const Shape& v) : value_(v.vec()) {}                          // NOLINT
+    IValue(std::vector<double> v) : value_(std::move(v)) {}              // NOLINT
+
+    bool isNone() const { return value_.index() == 0; }
+    bool isDouble() const { return std::holds_alternative<double>(value_); }
+    bool isInt() const { return std::holds_alternative<int64_t>(value_); }
+    bool isBool() const { return std::holds_alternative<bool>(value_); }
+    bool isString() const { return std::holds_alternative<std::string>(value_); }
+    bool isTensor() const { return std::holds_alternative<Tensor>(value_); }
+    bool isIntList() const { return std::holds_alternative<std::vector<int64_t>>(value_); }
+    bool isDoubleList() const { return std::holds_alternative<std::vector<double>>(value_); }
+
+    /// A double (an integer converts, as Python's float() would).
+    double toDouble() const { return isInt() ? static_cast<double>(std::get<int64_t>(value_)) : get<double>("a double"); }
+    int64_t toInt() const { return get<int64_t>("an integer"); }
+    bool toBool() const { return get<bool>("a bool"); }
+    const std::string& toStringRef() const { return get<std::string>("a string"); }
+    const Tensor& toTensor() const { return get<Tensor>("a Tensor"); }
+    const std::vector<int64_t>& toIntVector() const { return get<std::vector<int64_t>>("a list of integers"); }
+    const std::vector<double>& toDoubleVector() const { return get<std::vector<double>>("a list of doubles"); }
+    operator double() const { return toDouble(); }  // NOLINT: saved_data["beta"] read as a double
+
+private:
+    template <class T>
+    const T& get(const char* wanted) const {
+        static constexpr const char* kKinds[] = {"nothing", "a double", "an integer", "a bool", "a string",
+                                                 "a Tensor", "a list of integers", "a list of doubles"};
+        NORMNET_CHECK(std::holds_alternative<T>(value_), "saved_data: the value is ", kKinds[value_.index()], ", not ", wanted);
+        return std::get<T>(value_);
+    }
+    std::variant<std::monostate, double, int64_t, bool, std::string, Tensor, std::vector<int64_t>, std::vector<double>> value_;
+};
 
 /// What a Function's forward hands to its backward (as torch::autograd::AutogradContext):
 /// saved tensors, non-tensor values by name, and which inputs need a gradient.
@@ -52,8 +106,10 @@ public:
     bool needs_input_grad(std::size_t index) const {
         return index < needs_input_grad_.size() && needs_input_grad_[index];
     }
-    /// Non-tensor values forward wants backward to see, e.g. ctx->saved_data["beta"] = beta.
-    std::map<std::string, double> saved_data;
+    /// Values forward wants backward to see, e.g. ctx->saved_data["beta"] = beta; read back with
+    /// ctx->saved_data["beta"].toDouble() (see IValue). A Tensor kept here is not checked for
+    /// in-place changes: save tensors with save_for_backward.
+    std::map<std::string, IValue> saved_data;
     /// Drops everything saved (called by the engine after backward).
     void release();
     /// Used by Function::apply: which forward arguments need a gradient.

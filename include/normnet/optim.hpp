@@ -147,6 +147,47 @@ struct NORMNET_API GroupName {
 /// Prints a GroupName.
 NORMNET_API std::ostream& operator<<(std::ostream& os, const GroupName& who);
 
+class Optimizer;
+
+/// One parameter group of an optimizer, as libtorch's OptimizerParamGroup (what param_groups()
+/// lists): a handle on the group, valid while the optimizer lives. Changes go through the
+/// optimizer's checks, so an invalid value throws and changes nothing.
+class NORMNET_API OptimizerParamGroup {
+public:
+    /// The group's options, as libtorch's group.options(): get_lr() / set_lr(lr), and lr() /
+    /// lr(value) for the learning rate; values() for every option; set(overrides) for the others.
+    class NORMNET_API Options {
+    public:
+        double get_lr() const;
+        void set_lr(double lr);
+        double lr() const { return get_lr(); }
+        Options& lr(double value) {
+            set_lr(value);
+            return *this;
+        }
+        /// Every option of the group, set to its current value.
+        const ParamGroupOptions& values() const;
+        /// Changes the options set in `overrides` (as Optimizer::set_param_group_options).
+        void set(const ParamGroupOptions& overrides);
+
+    private:
+        friend class OptimizerParamGroup;
+        Options(Optimizer* optimizer, size_t group) : optimizer_(optimizer), group_(group) {}
+        Optimizer* optimizer_;
+        size_t group_;
+    };
+    /// The group's parameters.
+    std::vector<Tensor> params() const;
+    /// Its options (a handle, as above).
+    Options options() const { return Options(optimizer_, group_); }
+
+private:
+    friend class Optimizer;
+    OptimizerParamGroup(Optimizer* optimizer, size_t group) : optimizer_(optimizer), group_(group) {}
+    Optimizer* optimizer_;
+    size_t group_;
+};
+
 /// The base of every optimizer: the named parameters in their groups, each group's options
 /// (its learning rate included), the step counters and the per-parameter state, which it saves
 /// and restores by name (never by address). Not copyable: copies would update the same
@@ -204,8 +245,10 @@ public:
 
     /// Number of parameter groups (1 for the single-list constructors).
     size_t num_param_groups() const { return groups_.size(); }
+    /// The groups, as libtorch's param_groups(): `optimizer.param_groups()[0].options().set_lr(0.01)`.
+    std::vector<OptimizerParamGroup> param_groups();
     /// The parameters of group g (a range of params()).
-    std::span<const std::pair<std::string, Tensor>> param_group_params(size_t group) const;
+    std::span<const NamedTensor> param_group_params(size_t group) const;
     /// The group that parameter i (of params()) belongs to.
     size_t param_group_of(size_t i) const { return param_group_[i]; }
     /// Every option of group g, set to its current value (lr included).
@@ -843,5 +886,8 @@ NORMNET_API double clip_grad_norm_(const std::vector<Tensor>& params, double max
 /// Clamps every gradient element to [-clip_value, clip_value] in place (torch.nn.utils.clip_grad_value_;
 /// NaN stays NaN). Tensors without a gradient are skipped; clip_value must be >= 0.
 NORMNET_API void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
+
+/// torch::optim: the optimizers and schedulers under that name (optim::SGD, optim::StepLR, ...).
+namespace optim = ::normnet;
 
 }  // namespace normnet

@@ -437,8 +437,33 @@ extern template NORMNET_API std::vector<int32_t> Tensor::to_vector<int32_t>() co
 /// Prints t.str().
 NORMNET_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-/// An ordered list of (name, tensor) pairs, like PyTorch's OrderedDict of tensors (a state_dict).
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+/// One (name, tensor) entry of NamedTensors: a std::pair (.first, .second, structured bindings)
+/// that also answers libtorch's OrderedDict item calls key() and value().
+struct NamedTensor : std::pair<std::string, Tensor> {
+    using std::pair<std::string, Tensor>::pair;
+    const std::string& key() const { return first; }
+    Tensor& value() { return second; }
+    const Tensor& value() const { return second; }
+};
+
+/// An ordered list of (name, tensor) pairs, as PyTorch's OrderedDict of tensors (a state_dict,
+/// named_parameters()): a std::vector of NamedTensor in order, plus libtorch's lookups by name,
+/// e.g. model.named_parameters()["0.weight"].
+class NORMNET_API NamedTensors : public std::vector<NamedTensor> {
+public:
+    using std::vector<NamedTensor>::vector;
+    using std::vector<NamedTensor>::operator[];
+    /// The tensor named `key`; throws normnet::Error naming it when there is none (as OrderedDict).
+    Tensor& operator[](const std::string& key);
+    const Tensor& operator[](const std::string& key) const;
+    /// The tensor named `key`, or null when there is none.
+    Tensor* find(const std::string& key);
+    const Tensor* find(const std::string& key) const;
+    bool contains(const std::string& key) const { return find(key) != nullptr; }
+    /// The names, and the tensors, in order.
+    std::vector<std::string> keys() const;
+    std::vector<Tensor> values() const;
+};
 
 /// Returns the tensor called `name` in `list`, or an undefined tensor.
 NORMNET_API Tensor find_tensor(const NamedTensors& list, const std::string& name);

@@ -152,9 +152,27 @@ void Optimizer::set_lr(size_t group, double lr) {
     groups_[group].options.lr = lr;
 }
 
-std::span<const std::pair<std::string, Tensor>> Optimizer::param_group_params(size_t group) const {
+std::span<const NamedTensor> Optimizer::param_group_params(size_t group) const {
     NORMNET_CHECK(group < groups_.size(), name(), ": no parameter group ", group, " (it has ", groups_.size(), ")");
     return {params_.data() + groups_[group].begin, groups_[group].end - groups_[group].begin};
+}
+
+std::vector<OptimizerParamGroup> Optimizer::param_groups() {
+    std::vector<OptimizerParamGroup> out;
+    for (size_t g = 0; g < groups_.size(); ++g) out.push_back(OptimizerParamGroup(this, g));
+    return out;
+}
+
+std::vector<Tensor> OptimizerParamGroup::params() const {
+    std::vector<Tensor> out;
+    for (const auto& entry : optimizer_->param_group_params(group_)) out.push_back(entry.second);
+    return out;
+}
+double OptimizerParamGroup::Options::get_lr() const { return optimizer_->lr(group_); }
+void OptimizerParamGroup::Options::set_lr(double lr) { optimizer_->set_lr(group_, lr); }
+const ParamGroupOptions& OptimizerParamGroup::Options::values() const { return optimizer_->param_group_options(group_); }
+void OptimizerParamGroup::Options::set(const ParamGroupOptions& overrides) {
+    optimizer_->set_param_group_options(group_, overrides);
 }
 
 const ParamGroupOptions& Optimizer::param_group_options(size_t group) const {

@@ -153,3 +153,67 @@ TEST_CASE("idioms: LSTM and GRU forward return the states, for structured bindin
     Module& as_module = lstm;
     CHECK(equal(as_module.forward(x), output));
 }
+
+TEST_CASE("idioms: param_groups() reads and sets each group's learning rate", "[idioms]") {
+    Linear fc(3, 2);
+    Adam optimizer(std::vector<ParamGroup>{ParamGroup(NamedTensors{{"w", fc.weight}}), ParamGroup(NamedTensors{{"b", fc.bias}}, {.lr = 0.5})},
+                   AdamOptions{0.01});
+    auto groups = optimizer.param_groups();
+    REQUIRE(groups.size() == 2);
+    CHECK(groups[0].options().get_lr() == 0.01);
+    CHECK(groups[1].options().lr() == 0.5);
+    for (auto& group : optimizer.param_groups()) group.options().set_lr(group.options().get_lr() / 10);
+    CHECK(optimizer.lr(0) == Approx(0.001));
+    CHECK(optimizer.lr(1) == Approx(0.05));
+    CHECK(groups[1].params().size() == 1);
+    CHECK(groups[1].params()[0].shares_storage(fc.bias));
+    CHECK_THROWS_WITH(groups[0].options().set_lr(-1.0), Contains("invalid learning rate"));
+}
+
+namespace {
+// scale * x^power, with the power and a note in saved_data beside a double.
+struct Power : Function<Power> {
+    static Tensor forward(AutogradContext* ctx, const Tensor& x, int64_t power, double scale) {
+        ctx->save_for_backward({x});
+        ctx->saved_data["power"] = power;
+        ctx->saved_data["scale"] = scale;
+        ctx->saved_data["shape"] = x.shape();
+        ctx->saved_data["name"] = "power";
+        ctx->saved_data["flag"] = true;
+        return pow(x, static_cast<float>(power)) * static_cast<float>(scale);
+    }
+    static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+        const Tensor x = ctx->get_saved_variables()[0];
+        const int64_t p = ctx->saved_data["power"].toInt();
+        const double s = ctx->saved_data["scale"].toDouble();
+        REQUIRE(ctx->saved_data["shape"].toIntVector() == x.shape().vec());
+        REQUIRE(ctx->saved_data["name"].toStringRef() == "power");
+        REQUIRE(ctx->saved_data["flag"].toBool());
+        return {grads[0] * pow(x, static_cast<float>(p - 1)) * static_cast<float>(p * s), Tensor(), Tensor()};
+    }
+};
+}  // namespace
+
+TEST_CASE("idioms: saved_data holds integers, strings, bools, shapes and tensors", "[idioms]") {
+    Tensor x = tensor({1, 2, 3}).requires_grad_();
+    Power::apply(x, int64_t{3}, 0.5).sum().backward();
+    CHECK(allclose(x.grad(), tensor({1.5, 6, 13.5})));
+    IValue v = int64_t{4};
+    CHECK(v.toDouble() == 4.0);
+    CHECK_THROWS_WITH(v.toTensor(), "saved_data: the value is an integer, not a Tensor");
+}
+
+TEST_CASE("idioms: named_parameters() is used like libtorch's OrderedDict", "[idioms]") {
+    Sequential model{Linear(3, 4), ReLU(), Linear(4, 2)};
+    auto params = model.named_parameters();
+    std::vector<std::string> keys;
+    for (const auto& p : params) keys.push_back(p.key());
+    CHECK(keys == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+    CHECK(params.keys() == keys);
+    CHECK(params["2.bias"].shape() == Shape{2});
+    CHECK(params.contains("0.weight"));
+    CHECK(params.find("1.weight") == nullptr);
+    CHECK_THROWS_WITH(params["1.weight"], Contains("no tensor named '1.weight'"));
+    for (const auto& [name, tensor] : params) CHECK(tensor.requires_grad());
+    CHECK(params[0].value().shares_storage(params.values()[0]));
+}
