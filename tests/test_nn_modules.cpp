@@ -273,19 +273,21 @@ TEST_CASE("modules: clone() is a deep copy of every module type", "[nn][modules]
     CHECK_THROWS_WITH(grown.clone(), Catch::Contains("clone: the rebuilt Net has 1 parameters, the original 2"));
 }
 
-TEST_CASE("modules: Sequential copies named modules, moves temporaries, shares shared_ptrs", "[nn][modules]") {
+TEST_CASE("modules: Sequential moves temporaries, shares shared_ptrs, copies only through clone()", "[nn][modules]") {
     Linear named(3, 2);
     auto shared = std::make_shared<Linear>(2, 2);
     Linear moved(2, 2);
     const Tensor moved_weight = moved.weight;
-    Sequential model{named, ReLU(), shared, std::move(moved)};
-    // The named module is copied: same values, its own storage.
+    // A named module value is refused at compile time (tests/cpp_api/compile_fail); a copy is
+    // asked for with clone().
+    Sequential model{named.clone(), ReLU(), shared, std::move(moved)};
+    // The clone: same values, its own storage.
     CHECK(test::bit_equal(model.at<Linear>(0)->weight, named.weight));
     CHECK_FALSE(model.at<Linear>(0)->weight.shares_storage(named.weight));
     CHECK(model[2] == shared);
     CHECK(model.at<Linear>(3)->weight.shares_storage(moved_weight));
     const Sequential& as_const = model;
-    Sequential nested;  // not nested{as_const}: list-initialisation from one Sequential means its copy
-    nested.push_back(as_const);
+    Sequential nested;
+    nested.push_back(as_const.clone());
     CHECK(nested.at<Sequential>(0)->size() == 4);
 }

@@ -1,6 +1,6 @@
 // The layer zoo in one include, by family as in torch.nn: linear, activation, normalisation,
-// convolution, pooling, dropout, loss and container modules, and weight initialisation
-// (include/normnet/nn/).
+// convolution, pooling, dropout, loss and container modules, weight initialisation, and the
+// libtorch-style holders nn::Linear, ... (include/normnet/nn/).
 #pragma once
 
 #include "normnet/nn/activation.hpp"
@@ -9,6 +9,7 @@
 #include "normnet/nn/conv.hpp"
 #include "normnet/nn/dropout.hpp"
 #include "normnet/nn/embedding.hpp"
+#include "normnet/nn/holders.hpp"
 #include "normnet/nn/init.hpp"
 #include "normnet/nn/linear.hpp"
 #include "normnet/nn/loss.hpp"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <concepts>
 #include <functional>
 #include <iosfwd>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "normnet/error.hpp"
 #include "normnet/export.hpp"
 #include "normnet/tensor.hpp"
 
@@ -26,6 +28,8 @@ struct Value;
 class Module;
 /// (name, module) pairs in order, as named_children() and named_modules() return them.
 using NamedModules = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
+template <class M>
+class ModuleHolder;
 
 /// Base class of layers and models. Subclasses register their parameters, buffers and children
 /// in the constructor and override forward() (and, for printing, type_name()/extra_repr()).
@@ -77,6 +81,21 @@ public:
         requires std::derived_from<std::remove_cvref_t<M>, Module> && (!std::is_lvalue_reference_v<M>)
     std::shared_ptr<std::remove_cvref_t<M>> register_module(const std::string& name, M&& module) {
         return register_module(name, std::make_shared<std::remove_cvref_t<M>>(std::move(module)));
+    }
+    /// Registers the module a holder (nn::Linear, a NORMNET_MODULE class) holds, shared with it,
+    /// and returns it, as libtorch: `register_module("fc1", fc1);` or `fc1 = register_module("fc1", nn::Linear(4, 2));`.
+    template <class M>
+    std::shared_ptr<M> register_module(const std::string& name, const ModuleHolder<M>& holder) {
+        return register_module(name, holder.ptr());
+    }
+    /// A named module value (an lvalue) cannot be registered: it is not held by a shared_ptr, so
+    /// the parent could not share it. Refused at compile time, with the ways that work.
+    template <class M>
+        requires std::derived_from<std::remove_cvref_t<M>, Module> && std::is_lvalue_reference_v<M>
+    void register_module(const std::string&, M&&) {
+        static_assert(!std::is_lvalue_reference_v<M>,
+                      "register_module: a named module (an lvalue) cannot be shared; register std::move(module), a "
+                      "std::shared_ptr, or a holder (nn::Linear fc{nullptr}; NORMNET_MODULE) to share it");
     }
 
     /// Parameters of this module and (recursively) its children, named "child.name".
@@ -190,10 +209,84 @@ template <class T>
 struct is_shared_ptr<std::shared_ptr<T>> : std::true_type {};
 }  // namespace detail
 
-/// A shared handle to any module, converting implicitly from a module or a shared_ptr, so
-/// Sequential{Linear(784, 300), ReLU()} reads as in PyTorch: a temporary (or std::move(m)) is
-/// moved in, a std::shared_ptr is shared, and a named module (an lvalue) is copied with clone(),
-/// so the container owns its own parameters. Anything else is a compile error saying so.
+/// A shared handle on a module of type M, as libtorch's ModuleHolder: what normnet::nn::Linear
+/// and the classes of NORMNET_MODULE are. `nn::Linear fc{nullptr};` is empty; `nn::Linear fc(784,
+/// 300)` makes the module from M's constructor arguments (`nn::ReLU relu;`: M's default one);
+/// `fc->forward(x)`, `fc(x)`, `*fc` reach it; copies share it, and register_module("fc", fc) or
+/// Sequential{fc} register that same module (never a copy). A shared_ptr<M> converts to a holder.
+template <class M>
+class ModuleHolder {
+public:
+    using ContainedType = M;
+    /// M made by its default constructor.
+    ModuleHolder() : ptr_(std::make_shared<M>()) {
+        static_assert(std::is_default_constructible_v<M>,
+                      "this module has no default constructor: give its arguments, or declare an empty holder with {nullptr}");
+    }
+    /// An empty holder, to be assigned later (as a member assigned by register_module).
+    ModuleHolder(std::nullptr_t) {}  // NOLINT: implicit, as libtorch's
+    /// Shares an existing module.
+    ModuleHolder(std::shared_ptr<M> module) : ptr_(std::move(module)) {}  // NOLINT: implicit, as libtorch's
+    /// M made from these arguments: M(args...), or M{args...} for containers taking a list.
+    template <class First, class... Rest>
+        requires(!std::same_as<std::remove_cvref_t<First>, std::nullptr_t> || sizeof...(Rest) > 0) &&
+                (!std::derived_from<std::remove_cvref_t<First>, ModuleHolder> || sizeof...(Rest) > 0) &&
+                (!std::same_as<std::remove_cvref_t<First>, std::shared_ptr<M>> || sizeof...(Rest) > 0)
+    explicit ModuleHolder(First&& first, Rest&&... rest) : ptr_(make(std::forward<First>(first), std::forward<Rest>(rest)...)) {}
+
+    M* operator->() { return &**this; }
+    const M* operator->() const { return &**this; }
+    M& operator*() { return checked(); }
+    const M& operator*() const { return checked(); }
+    /// The module's forward (libtorch's holder calls forward): fc(x), lstm(x).
+    template <class... Args>
+    decltype(auto) operator()(Args&&... args) {
+        return checked().forward(std::forward<Args>(args)...);
+    }
+    const std::shared_ptr<M>& ptr() const { return ptr_; }
+    M* get() const { return ptr_.get(); }
+    bool is_empty() const { return ptr_ == nullptr; }
+    explicit operator bool() const { return !is_empty(); }
+
+private:
+    template <class... Args>
+    static std::shared_ptr<M> make(Args&&... args) {
+        if constexpr (std::is_constructible_v<M, Args...>) {
+            return std::make_shared<M>(std::forward<Args>(args)...);
+        } else {
+            return std::make_shared<M>(M{std::forward<Args>(args)...});
+        }
+    }
+    M& checked() const {
+        NORMNET_CHECK(ptr_ != nullptr, "accessing an empty module holder (declared with {nullptr}; assign it, e.g. "
+                                       "fc = register_module(\"fc\", nn::Linear(4, 2)))");
+        return *ptr_;
+    }
+    std::shared_ptr<M> ptr_;
+};
+
+/// Declares Name, a holder of NameImpl, as libtorch's TORCH_MODULE: write `struct NetImpl :
+/// normnet::Module {...}; NORMNET_MODULE(Net);`, then `Net net; net->forward(x)`.
+#define NORMNET_MODULE(Name)                                          \
+    class Name : public ::normnet::ModuleHolder<Name##Impl> {         \
+    public:                                                           \
+        using ::normnet::ModuleHolder<Name##Impl>::ModuleHolder;      \
+        using Impl = Name##Impl;                                      \
+    }
+
+namespace detail {
+template <class T>
+concept IsModuleHolder = requires(const T& h) {
+    typename T::ContainedType;
+    { h.ptr() } -> std::convertible_to<std::shared_ptr<Module>>;
+};
+}  // namespace detail
+
+/// A shared handle to any module, converting implicitly from a module, a shared_ptr or a holder,
+/// so Sequential{Linear(784, 300), ReLU()} reads as in PyTorch: a temporary (or std::move(m)) is
+/// moved in, a std::shared_ptr or a holder (nn::Linear) is shared. A named module value (an
+/// lvalue) is refused at compile time rather than copied silently: share it through a holder or
+/// a shared_ptr, move it, or pass m.clone() for a copy. Anything else is a compile error saying so.
 class AnyModule {
 public:
     template <class M>
@@ -208,7 +301,9 @@ private:
     static std::shared_ptr<Module> hold(M&& module) {
         using T = std::remove_cvref_t<M>;
         // One branch per case, so a mistake gives its static_assert and no follow-up errors.
-        if constexpr (detail::is_shared_ptr<T>::value) {
+        if constexpr (detail::IsModuleHolder<T>) {
+            return module.ptr();
+        } else if constexpr (detail::is_shared_ptr<T>::value) {
             static_assert(std::derived_from<typename T::element_type, Module>,
                           "a std::shared_ptr given as a module must point to a class derived from normnet::Module");
             if constexpr (std::derived_from<typename T::element_type, Module>) return std::forward<M>(module);
@@ -218,10 +313,11 @@ private:
                           "expected a module (a class derived from normnet::Module) or a std::shared_ptr to one");
             return nullptr;
         } else if constexpr (std::is_lvalue_reference_v<M> || std::is_const_v<std::remove_reference_t<M>>) {
-            static_assert(std::derived_from<T, Cloneable<T>>,
-                          "a named module (an lvalue) is copied with clone(), which needs its class M to derive from "
-                          "Cloneable<M>; pass std::move(module) to move it in, or a std::shared_ptr to share it");
-            return module.clone();
+            static_assert(!std::is_lvalue_reference_v<M> && !std::is_const_v<std::remove_reference_t<M>>,
+                          "a named module (an lvalue) is not copied silently and cannot be shared (no shared_ptr "
+                          "holds it): pass std::move(module) to move it in, a holder or a std::shared_ptr to share "
+                          "it, or module.clone() for a copy");
+            return nullptr;
         } else {
             return std::make_shared<T>(std::move(module));
         }

@@ -154,6 +154,52 @@ TEST_CASE("idioms: LSTM and GRU forward return the states, for structured bindin
     CHECK(equal(as_module.forward(x), output));
 }
 
+namespace {
+
+// A model written as in libtorch: holders declared empty or from arguments, registered by name.
+struct NetImpl : nn::Module {
+    NetImpl() : fc1(4, 8), fc2(nn::LinearOptions{8, 2}) {
+        register_module("fc1", fc1);
+        register_module("fc2", fc2);
+        drop = register_module("drop", nn::Dropout(0.5));
+    }
+    Tensor forward(const Tensor& x) override {
+        return fc2->forward(drop(nn::functional::relu(fc1(x))));
+    }
+    nn::Linear fc1, fc2;
+    nn::Dropout drop{nullptr};
+};
+NORMNET_MODULE(Net);
+
+}  // namespace
+
+TEST_CASE("idioms: module holders share their module; NORMNET_MODULE declares one", "[idioms]") {
+    manual_seed(0);
+    Net net;
+    CHECK(net->named_parameters().size() == 4);
+    // The registered child is the member itself, not a copy.
+    CHECK(net->named_children()[0].second.get() == net->fc1.get());
+    net->fc1->weight.detach().fill_(0.0);
+    CHECK(net->named_parameters()["fc1.weight"].abs().sum().item() == 0.0f);
+    // Holders copy as handles; a Sequential of holders shares them.
+    nn::Linear shared(3, 3);
+    nn::Linear alias = shared;
+    nn::Sequential seq{shared, nn::ReLU()};
+    CHECK(seq->named_children()[0].second.get() == shared.get());
+    CHECK(alias.get() == shared.get());
+    nn::Linear empty_holder{nullptr};
+    CHECK(empty_holder.is_empty());
+    CHECK_THROWS_WITH(empty_holder->forward(ones({1, 3})), Contains("empty module holder"));
+    net->eval();
+    CHECK(net(ones({1, 4})).shape() == Shape{1, 2});
+    // optim and nn::utils under libtorch's names.
+    optim::SGD optimizer(net->parameters(), optim::SGDOptions{0.1}.momentum(0.9));
+    net(ones({2, 4})).sum().backward();
+    const double norm = nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+    CHECK(norm >= 0.0);
+    optimizer.step();
+}
+
 TEST_CASE("idioms: param_groups() reads and sets each group's learning rate", "[idioms]") {
     Linear fc(3, 2);
     Adam optimizer(std::vector<ParamGroup>{ParamGroup(NamedTensors{{"w", fc.weight}}), ParamGroup(NamedTensors{{"b", fc.bias}}, {.lr = 0.5})},
