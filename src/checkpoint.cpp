@@ -98,6 +98,21 @@ void decode(const std::string& dtype, const char* src, uint64_t numel, const Ten
     if (dtype == "BF16") convert<uint16_t>(src, numel, t.data(), bfloat16_to_float);
 }
 
+// PyTorch's own files, which users give where safetensors is expected: a zip archive (torch.save
+// since PyTorch 1.6, libtorch's torch::save, TorchScript) or a pickle (torch.save before 1.6).
+// Their first bytes say which; the message says how to convert them.
+void check_not_pytorch_file(const std::string& path, std::string_view first) {
+    const bool zip = first.substr(0, 4) == std::string_view("PK\x03\x04", 4);
+    const bool pickle = static_cast<unsigned char>(first[0]) == 0x80 && first[1] >= 2 && first[1] <= 5;
+    if (!zip && !pickle) return;
+    fail(path, ": a PyTorch file (", zip ? "a zip archive, as torch.save and libtorch's torch::save write"
+                                         : "a pickle, as torch.save wrote before PyTorch 1.6",
+         "), not safetensors; convert its state_dict in Python: import torch, safetensors.torch; "
+         "safetensors.torch.save_file({k: v.contiguous() for k, v in torch.load(\"", path,
+         "\").items()}, \"model.safetensors\") (from libtorch's torch::save: torch.jit.load(\"", path,
+         "\").state_dict() instead of torch.load)");
+}
+
 // One tensor's header entry, checked: a known dtype, integer sizes, offsets inside the data.
 struct Entry {
     std::string name, dtype;
@@ -251,8 +266,11 @@ SafetensorsData load_safetensors(const std::string& path) {
     in.seekg(0);
     NORMNET_CHECK(in.good() && file_size != static_cast<uint64_t>(-1), "cannot read ", path, " (not a regular file)");
     NORMNET_CHECK(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
+    char first[8];
+    in.read(first, 8);
+    check_not_pytorch_file(path, std::string_view(first, 8));
     uint64_t header_size = 0;
-    in.read(reinterpret_cast<char*>(&header_size), 8);
+    std::memcpy(&header_size, first, 8);
     NORMNET_CHECK(header_size <= kMaxHeaderBytes && header_size <= file_size - 8, path, ": corrupt safetensors header length ",
           header_size, " (file has ", file_size, " bytes)");
     std::string text(header_size, '\0');

@@ -44,7 +44,7 @@ std::shared_ptr<const Dataset> synthetic(int64_t n) {
 std::vector<int64_t> epoch_order(DataLoader& loader) {
     std::vector<int64_t> order;
     for (const Batch& batch : loader) {
-        const int64_t F = batch.inputs.size(1);
+        const int64_t F = batch.size() > 0 ? batch.inputs.numel() / batch.size() : 0;  // [B, 1, rows, cols]
         for (int64_t b = 0; b < batch.size(); ++b) {
             order.push_back(static_cast<int64_t>(batch.inputs.data()[b * F] * 255.0f + 0.5f));
         }
@@ -115,7 +115,7 @@ TEST_CASE("data loader: drop_last and the last partial batch", "[data]") {
         std::vector<int64_t> sizes;
         for (const Batch& batch : loader) {
             sizes.push_back(batch.size());
-            CHECK(batch.inputs.shape() == normnet::Shape{batch.size(), 6});
+            CHECK(batch.inputs.shape() == normnet::Shape{batch.size(), 1, 2, 3});
             CHECK(batch.labels.shape() == normnet::Shape{batch.size()});
         }
         CHECK(sizes == std::vector<int64_t>{4, 4, 2});
@@ -134,10 +134,10 @@ TEST_CASE("data loader: drop_last and the last partial batch", "[data]") {
         CHECK(dropped == std::vector<int64_t>(kept.begin(), kept.begin() + 8));
     }
     SECTION("a batch larger than the dataset") {
-        DataLoader loader(data, DataLoaderOptions{.batch_size = 64});
+        DataLoader loader(data, DataLoaderOptions{.batch_size = 64, .shuffle = false});
         CHECK(loader.num_batches() == 1);
         CHECK(epoch_order(loader) == identity(10));
-        DataLoader dropped(data, DataLoaderOptions{.batch_size = 64, .drop_last = true});
+        DataLoader dropped(data, DataLoaderOptions{.batch_size = 64, .shuffle = false, .drop_last = true});
         CHECK(dropped.num_batches() == 0);
         CHECK(epoch_order(dropped).empty());
     }
@@ -269,7 +269,7 @@ TEST_CASE("data loader: set_epoch reproduces an epoch's order, as a resumed run 
     Batch batch;
     direct.fill(3, batch);
     for (int64_t b = 0; b < 10; ++b) {
-        CHECK(static_cast<int64_t>(batch.inputs.at({b, 0}) * 255.0f + 0.5f) == orders[1][static_cast<size_t>(30 + b)]);
+        CHECK(static_cast<int64_t>(batch.inputs.at({b, 0, 0, 0}) * 255.0f + 0.5f) == orders[1][static_cast<size_t>(30 + b)]);
     }
 }
 
@@ -290,7 +290,7 @@ TEST_CASE("data loader: take() keeps the first n examples", "[data]") {
     CHECK(normnet::take(*data, 0).size() == 0);
     CHECK_THROWS_MATCHES(normnet::take(*data, -1), normnet::Error, Catch::Message("take: n must be non-negative, got -1"));
 
-    DataLoader loader(std::make_shared<Dataset>(first), DataLoaderOptions{.batch_size = 5});
+    DataLoader loader(std::make_shared<Dataset>(first), DataLoaderOptions{.batch_size = 5, .shuffle = false});
     CHECK(epoch_order(loader) == identity(12));
 }
 
@@ -345,7 +345,7 @@ TEST_CASE("data loader: a batch size near INT64_MAX gives one batch, without ove
     const auto data = synthetic(10);
     const int64_t huge = std::numeric_limits<int64_t>::max();
     for (const bool drop_last : {false, true}) {
-        DataLoader loader(data, DataLoaderOptions{.batch_size = huge, .drop_last = drop_last});
+        DataLoader loader(data, DataLoaderOptions{.batch_size = huge, .shuffle = false, .drop_last = drop_last});
         CHECK(loader.num_batches() == (drop_last ? 0 : 1));
         CHECK(epoch_order(loader) == (drop_last ? std::vector<int64_t>{} : identity(10)));
     }

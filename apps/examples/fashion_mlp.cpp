@@ -39,7 +39,7 @@ int main(int argc, char** argv) try {
     auto test = std::make_shared<Dataset>(load_mnist_split(data, "test"));
     if (limit > 0) *train = take(*train, limit), *test = take(*test, limit);
     DataLoader train_loader(train, {.batch_size = 64, .shuffle = true});
-    DataLoader test_loader(test, {.batch_size = 1000});
+    DataLoader test_loader(test, {.batch_size = 1000, .shuffle = false});
 
     // decay = [p for n, p in model.named_parameters() if p.dim() > 1]
     // no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
@@ -66,7 +66,7 @@ int main(int argc, char** argv) try {
         model.train();
         double loss_sum = 0;
         for (const Batch& batch : train_loader) {
-            Tensor loss = loss_fn(model(batch.inputs), batch.labels);
+            Tensor loss = loss_fn(model(batch.inputs.flatten(1)), batch.labels);
             optimizer.zero_grad();
             loss.backward();
             optimizer.step();
@@ -80,7 +80,7 @@ int main(int argc, char** argv) try {
         NoGradGuard no_grad;
         int64_t correct = 0;
         for (const Batch& batch : test_loader) {
-            correct += (argmax(model(batch.inputs), 1) == batch.labels).sum().item<int64_t>();
+            correct += (argmax(model(batch.inputs.flatten(1)), 1) == batch.labels).sum().item<int64_t>();
         }
         std::printf("epoch %lld  lr %.2e  train loss %.4f  test accuracy %.2f%%\n", static_cast<long long>(epoch),
                     scheduler.get_last_lr()[0], loss_sum / static_cast<double>(train->size()),

@@ -57,7 +57,7 @@ double accuracy(Sequential& model, DataLoader& loader) {
     model.eval();
     NoGradGuard no_grad;
     int64_t correct = 0;
-    for (const Batch& batch : loader) correct += count_correct(model(batch.inputs), batch.labels);
+    for (const Batch& batch : loader) correct += count_correct(model(batch.inputs.flatten(1)), batch.labels);
     return 100.0 * static_cast<double>(correct) / static_cast<double>(loader.dataset_size());
 }
 
@@ -87,14 +87,14 @@ int main(int argc, char** argv) try {
     if (limit > 0) *train = take(*train, limit), *test = take(*test, limit);
     const ImageTransform standardise{.mean = 0.1307f, .std = 0.3081f};
     DataLoader train_loader(train, {.batch_size = 128, .shuffle = true, .seed = 1}, standardise);
-    DataLoader test_loader(test, {.batch_size = 1000}, standardise);
+    DataLoader test_loader(test, {.batch_size = 1000, .shuffle = false}, standardise);
 
     AdamW optimizer(model.named_parameters(), {.lr = 2e-3, .weight_decay = 0.05});
     LRScheduler schedule(optimizer, {.schedule = Schedule::cosine, .total_steps = epochs * train_loader.num_batches()});
     for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
         model.train();
         for (const Batch& batch : train_loader) {
-            Tensor loss = cross_entropy(model(batch.inputs), batch.labels);
+            Tensor loss = cross_entropy(model(batch.inputs.flatten(1)), batch.labels);
             optimizer.zero_grad();
             loss.backward();
             clip_grad_norm(model.parameters(), 1.0);

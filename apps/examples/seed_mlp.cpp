@@ -29,14 +29,14 @@ int main(int argc, char** argv) try {
     auto test = std::make_shared<Dataset>(load_mnist_split(data, "test"));
     if (limit > 0) *train = take(*train, limit), *test = take(*test, limit);
     DataLoader train_loader(train, {.batch_size = 128, .shuffle = true});
-    DataLoader test_loader(test, {.batch_size = 1000});
+    DataLoader test_loader(test, {.batch_size = 1000, .shuffle = false});
     Adam optimizer(model.named_parameters(), {.lr = 1e-3});
 
     for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
         model.train();
         double loss_sum = 0;
         for (const Batch& batch : train_loader) {
-            Tensor loss = cross_entropy(model(batch.inputs), batch.labels);
+            Tensor loss = cross_entropy(model(batch.inputs.flatten(1)), batch.labels);
             optimizer.zero_grad();
             loss.backward();
             optimizer.step();
@@ -45,7 +45,7 @@ int main(int argc, char** argv) try {
         model.eval();
         NoGradGuard no_grad;
         int64_t correct = 0;
-        for (const Batch& batch : test_loader) correct += count_correct(model(batch.inputs), batch.labels);
+        for (const Batch& batch : test_loader) correct += count_correct(model(batch.inputs.flatten(1)), batch.labels);
         std::printf("epoch %lld  train loss %.4f  test accuracy %.2f%%\n", static_cast<long long>(epoch),
                     loss_sum / static_cast<double>(train->size()),
                     100.0 * static_cast<double>(correct) / static_cast<double>(test->size()));

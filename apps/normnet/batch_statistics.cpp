@@ -61,8 +61,8 @@ void recompute_population_statistics(Sequential& model, const Dataset& data) {
     for (size_t k = 0; k < model.size(); ++k) {
         if (std::dynamic_pointer_cast<BatchNormBase>(model[k]) == nullptr) continue;
         ChannelMoments moments;
-        for (const Batch& batch : DataLoader(shared, DataLoaderOptions{.batch_size = 500})) {
-            Tensor h = batch.inputs;
+        for (const Batch& batch : DataLoader(shared, DataLoaderOptions{.batch_size = 500, .shuffle = false})) {
+            Tensor h = batch.inputs.flatten(1);
             for (size_t j = 0; j < k; ++j) h = model[j]->forward(h);
             moments.add(h.contiguous());
         }

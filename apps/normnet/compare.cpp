@@ -126,17 +126,17 @@ double scaled_lr(const CompareArgs& a, int64_t batch) {
 // restores the buffers afterwards.
 Tensor logits_of(Module& model, const std::shared_ptr<const Dataset>& data, int64_t batch_size, int64_t classes) {
     NoGradGuard no_grad;
-    DataLoader loader(data, DataLoaderOptions{.batch_size = batch_size});
+    DataLoader loader(data, DataLoaderOptions{.batch_size = batch_size, .shuffle = false});
     Tensor all = empty({data->size(), classes});
     int64_t row = 0;
     for (const Batch& batch : loader) {
         if (batch.size() < 2 && model.is_training()) {
             // A batch of one cannot be normalised over the batch; use eval mode for that row.
             model.eval();
-            all.narrow(0, row, batch.size()).copy_(model.forward(batch.inputs));
+            all.narrow(0, row, batch.size()).copy_(model.forward(batch.inputs.flatten(1)));
             model.train();
         } else {
-            all.narrow(0, row, batch.size()).copy_(model.forward(batch.inputs));
+            all.narrow(0, row, batch.size()).copy_(model.forward(batch.inputs.flatten(1)));
         }
         row += batch.size();
     }

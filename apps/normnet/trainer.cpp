@@ -256,7 +256,7 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
                 progress_.seen += sums.seen;
             }
         } else {
-            logits = model_->forward(batch.inputs);
+            logits = model_->forward(batch.inputs.flatten(1));
             const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
             // A non-finite loss is caught before it reaches the weights; a non-finite gradient with a
             // finite loss only where it is cheap to see (clipping computes the norm anyway) or asked
@@ -325,7 +325,7 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
     Tensor objective;
     float metrics[4] = {0.0f, 0.0f, static_cast<float>(batch.size()), sums.stop ? 1.0f : 0.0f};
     if (batch.size() > 0) {
-        const Tensor logits = model_->forward(batch.inputs);
+        const Tensor logits = model_->forward(batch.inputs.flatten(1));
         const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
         const float value = loss.item();
         metrics[0] = value * static_cast<float>(batch.size());
@@ -341,7 +341,7 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
                                 " of ", loader_.num_batches(), " on rank ", replicas_.rank));
         }
     } else if (config_.bn_sync == "sync" && uses_batch_statistics(config_.model.norm)) {
-        objective = model_->forward(batch.inputs).sum();  // over no rows: 0, but through every BatchNorm
+        objective = model_->forward(batch.inputs.flatten(1)).sum();  // over no rows: 0, but through every BatchNorm
     }
     if (objective.defined()) objective.backward();
     lap(times_.backward);
@@ -437,13 +437,13 @@ Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t
     const bool was_training = model.is_training();
     model.eval();
     auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
-    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size * num_replicas, .num_replicas = num_replicas, .rank = rank});
+    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size * num_replicas, .shuffle = false, .num_replicas = num_replicas, .rank = rank});
     Evaluation e;
     e.confusion.assign(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
     double loss_sum = 0.0;
     for (const Batch& batch : loader) {
         if (batch.size() == 0) continue;  // this rank's slice of a last, short batch
-        const Tensor logits = model.forward(batch.inputs);
+        const Tensor logits = model.forward(batch.inputs.flatten(1));
         loss_sum += static_cast<double>(cross_entropy(logits, batch.labels).item()) * static_cast<double>(batch.size());
         const int64_t C = logits.size(1);
         const int64_t* labels = batch.labels.data_ptr<int64_t>();

@@ -1,5 +1,9 @@
 // The libtorch idioms a C++ user types, each compiled here against the public target only (as a
-// user's program would be) and checked to do what libtorch does.
+// user's program would be) and checked to do what libtorch does: builder-style options beside
+// designated initialisers, integer-dim reductions, equal/remainder/fmod/bernoulli, randint with a
+// dtype, int32 and integer arithmetic, LSTM/GRU forward returning the states, module holders and
+// NORMNET_MODULE, the nn::functional / optim / nn::utils names, param_groups(), saved_data values,
+// named_parameters() lookups, the DataLoader's defaults and a torch.save file given as safetensors.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
@@ -262,4 +266,35 @@ TEST_CASE("idioms: named_parameters() is used like libtorch's OrderedDict", "[id
     CHECK_THROWS_WITH(params["1.weight"], Contains("no tensor named '1.weight'"));
     for (const auto& [name, tensor] : params) CHECK(tensor.requires_grad());
     CHECK(params[0].value().shares_storage(params.values()[0]));
+}
+
+TEST_CASE("idioms: DataLoader shuffles by default; image batches are [N, C, H, W]", "[idioms]") {
+    auto data = std::make_shared<Dataset>();
+    data->images = {.count = 64, .rows = 2, .cols = 3, .pixels = std::vector<uint8_t>(64 * 6)};
+    for (int64_t i = 0; i < 64; ++i) data->labels.push_back(static_cast<uint8_t>(i % 10));
+    for (int64_t i = 0; i < 64 * 6; ++i) data->images.pixels[static_cast<size_t>(i)] = static_cast<uint8_t>(i / 6);
+    const auto first_samples = [&](DataLoaderOptions options) {
+        DataLoader loader(data, options);
+        const Batch& first = *loader.begin();
+        REQUIRE(first.inputs.shape() == Shape{16, 1, 2, 3});
+        return (first.inputs.select(1, 0).select(1, 0).select(1, 0) * 255.0f).to(kInt64);  // pixel 0 = sample index
+    };
+    CHECK(DataLoaderOptions{16}.shuffle);
+    CHECK_FALSE(equal(first_samples(DataLoaderOptions{16}), arange(16, kInt64)));
+    CHECK(equal(first_samples(DataLoaderOptions{16}.shuffle(false)), arange(16, kInt64)));
+}
+
+TEST_CASE("idioms: a torch.save file given as safetensors says what it is and how to convert it", "[idioms]") {
+    const auto dir = std::filesystem::temp_directory_path() / ("normnet_idioms_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string zip = (dir / "model.pt").string(), pickle = (dir / "legacy.pt").string();
+    std::ofstream(zip, std::ios::binary) << std::string("PK\x03\x04\x00\x00\x08\x00archive/data.pkl", 24);
+    std::ofstream(pickle, std::ios::binary) << std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8", 12);
+    CHECK_THROWS_WITH(load_safetensors(zip), Contains("a PyTorch file (a zip archive, as torch.save and libtorch's "
+                                                      "torch::save write), not safetensors") &&
+                                                 Contains("safetensors.torch.save_file("));
+    CHECK_THROWS_WITH(load_safetensors(pickle), Contains("a pickle, as torch.save wrote before PyTorch 1.6"));
+    Sequential model{Linear(2, 2)};
+    CHECK_THROWS_WITH(load(model, zip), Contains("not safetensors"));
+    std::filesystem::remove_all(dir);
 }
