@@ -39,6 +39,12 @@ const KnownBug kNormNanGrad{
     .matches = [](const Sample& s) { return s.kind == "special"; },
     .gradients_only = true,
     .deliberate = true};
+const KnownBug kHardswishAt3{
+    .what = "hardswish's gradient at exactly 3 is dy, as torch 1.13's vectorised kernel (its scalar one, which "
+            "takes the tail and strided inputs, gives 3/2 dy)",
+    .matches = [](const Sample& s) { return s.kind == "special" && sum(eq(s.inputs.at(0), 3.0)).item<int64_t>() > 0; },
+    .gradients_only = true,
+    .deliberate = true};
 const KnownBug kInstanceNormEmpty{
     .what = "instance_norm refuses an empty batch with running statistics (torch 1.13 sets them to NaN, in eval too)",
     .matches = [](const Sample& s) { return s.shapes.at(0).numel() == 0 && s.arg("running").get<bool>(); },
@@ -185,6 +191,14 @@ std::vector<OpRow> pointwise_rows() {
          .call = call([](In in, A a) { return log_softmax(in[0], static_cast<int>(a.i("dim"))); }),
          .also = {{"Tensor::log_softmax",
                    call([](In in, A a) { return in[0].log_softmax(static_cast<int>(a.i("dim"))); })}}},
+        {.name = "hardtanh", .api = "hardtanh",
+         .call = call([](In in, A a) { return hardtanh(in[0], a.f("min_val"), a.f("max_val")); })},
+        {.name = "relu6", .api = "relu6", .call = call([](In in, A) { return relu6(in[0]); })},
+        {.name = "selu", .api = "selu", .call = call([](In in, A) { return selu(in[0]); })},
+        {.name = "mish", .api = "mish", .call = call([](In in, A) { return mish(in[0]); })},
+        {.name = "hardswish", .api = "hardswish", .call = call([](In in, A) { return hardswish(in[0]); }),
+         .known_bugs = {kHardswishAt3}},
+        {.name = "prelu", .api = "prelu", .call = call([](In in, A) { return prelu(in[0], in[1]); })},
         // Comparisons and selection.
         comparison("eq", "==", eq, operator==, &Tensor::eq),
         comparison("ne", "!=", ne, operator!=, &Tensor::ne),

@@ -208,3 +208,40 @@ TEST_CASE("activation: modules have PyTorch's options, defaults and printed form
                                "  (3): LogSoftmax(dim=1)\n)");
     require_gradcheck(gradcheck(model, x.detach().requires_grad_()));
 }
+
+TEST_CASE("activation: Hardtanh, ReLU6, SELU, Mish, Hardswish and PReLU as modules", "[ops][activation][modules]") {
+    CHECK(Hardtanh().to_string() == "Hardtanh(min_val=-1.0, max_val=1.0)");
+    CHECK(Hardtanh(HardtanhOptions{.min_val = 0, .max_val = 2.5}).to_string() == "Hardtanh(min_val=0.0, max_val=2.5)");
+    CHECK_THROWS_WITH(Hardtanh(HardtanhOptions{.min_val = 1, .max_val = 1}),
+                      Contains("Hardtanh: max_val (1) must be greater than min_val (1)"));
+    CHECK(ReLU6().to_string() == "ReLU6()");
+    CHECK(SELU().to_string() == "SELU()");
+    CHECK(Mish().to_string() == "Mish()");
+    CHECK(Hardswish().to_string() == "Hardswish()");
+    // PReLU: torch's parameter name, shape, initial value and printed form.
+    PReLU one;
+    CHECK(one.to_string() == "PReLU(num_parameters=1)");
+    PReLU per_channel(PReLUOptions{.num_parameters = 3, .init = 0.1});
+    REQUIRE(per_channel.named_parameters().size() == 1);
+    CHECK(per_channel.named_parameters()[0].first == "weight");
+    CHECK(per_channel.weight.shape() == Shape{3});
+    CHECK(per_channel.weight.to_vector() == std::vector<float>(3, 0.1f));
+    CHECK(one.weight.to_vector() == std::vector<float>{0.25f});
+    CHECK_THROWS_WITH(PReLU(PReLUOptions{.num_parameters = 0}), Contains("PReLU: num_parameters must be positive"));
+
+    Generator gen(4);
+    const Tensor x = randn({4, 3, 5}, gen);
+    CHECK(test::bit_equal(Hardtanh(HardtanhOptions{.min_val = -0.5, .max_val = 2})(x), hardtanh(x, -0.5f, 2.0f)));
+    CHECK(test::bit_equal(ReLU6()(x), relu6(x)));
+    CHECK(test::bit_equal(SELU()(x), selu(x)));
+    CHECK(test::bit_equal(Mish()(x), mish(x)));
+    CHECK(test::bit_equal(Hardswish()(x), hardswish(x)));
+    CHECK(test::bit_equal(per_channel(x), prelu(x, per_channel.weight)));
+    CHECK_THROWS_WITH(per_channel(randn({4, 5})), Contains("prelu: Mismatch of parameter numbers and input channel size"));
+    // The slopes learn: gradcheck through the module, and the clone's weight is its own.
+    require_gradcheck(gradcheck(per_channel, randn({2, 3, 4}, gen).requires_grad_()));
+    const auto copy = std::dynamic_pointer_cast<PReLU>(per_channel.clone());
+    REQUIRE(copy);
+    CHECK(copy->to_string() == per_channel.to_string());
+    CHECK_FALSE(copy->weight.shares_storage(per_channel.weight));
+}

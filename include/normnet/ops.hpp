@@ -205,6 +205,19 @@ NORMNET_API Tensor softplus(const Tensor& x, float beta = 1.0f, float threshold 
 NORMNET_API Tensor softmax(const Tensor& x, int dim = -1);
 /// log(softmax(x)) over dimension dim, computed stably: accurate for logits of 1e4.
 NORMNET_API Tensor log_softmax(const Tensor& x, int dim = -1);
+/// min(max(x, min_val), max_val), NaN passing; the gradient flows strictly between the bounds.
+NORMNET_API Tensor hardtanh(const Tensor& x, float min_val = -1.0f, float max_val = 1.0f);
+/// hardtanh(x, 0, 6).
+NORMNET_API Tensor relu6(const Tensor& x);
+/// scale * (x for x > 0, alpha (e^x - 1) otherwise) with SELU's alpha 1.6732632 and scale 1.0507010.
+NORMNET_API Tensor selu(const Tensor& x);
+/// x * tanh(softplus(x)).
+NORMNET_API Tensor mish(const Tensor& x);
+/// x * relu6(x + 3) / 6.
+NORMNET_API Tensor hardswish(const Tensor& x);
+/// x for x > 0, weight * x otherwise, weight holding one slope per channel (dim 1 of x) or one
+/// for all (a [1] or 0-d tensor); differentiable in both (torch.nn.functional.prelu).
+NORMNET_API Tensor prelu(const Tensor& x, const Tensor& weight);
 
 // ---- compare.cpp: comparisons and selection ------------------------------------------------------
 // Comparisons give kBool masks. Two tensors broadcast and compare in their dtype, or both as

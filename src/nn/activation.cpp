@@ -52,4 +52,29 @@ LogSoftmax::LogSoftmax(SoftmaxOptions options) : options_(options) {}
 Tensor LogSoftmax::forward(const Tensor& x) { return log_softmax(x, options_.dim); }
 std::string LogSoftmax::extra_repr() const { return "dim=" + std::to_string(options_.dim); }
 
+Hardtanh::Hardtanh(const HardtanhOptions& options) : options_(options) {
+    NORMNET_CHECK(options.max_val > options.min_val, "Hardtanh: max_val (", options.max_val,
+                  ") must be greater than min_val (", options.min_val, ")");
+}
+Tensor Hardtanh::forward(const Tensor& x) {
+    return hardtanh(x, static_cast<float>(options_.min_val), static_cast<float>(options_.max_val));
+}
+std::string Hardtanh::extra_repr() const {
+    return "min_val=" + python_float_repr(options_.min_val) + ", max_val=" + python_float_repr(options_.max_val);
+}
+
+Tensor ReLU6::forward(const Tensor& x) { return relu6(x); }
+Tensor SELU::forward(const Tensor& x) { return selu(x); }
+Tensor Mish::forward(const Tensor& x) { return mish(x); }
+Tensor Hardswish::forward(const Tensor& x) { return hardswish(x); }
+
+PReLU::PReLU(const PReLUOptions& options) : options_(options) {
+    NORMNET_CHECK(options.num_parameters > 0, "PReLU: num_parameters must be positive, got ", options.num_parameters);
+    weight = register_parameter("weight", empty({options.num_parameters}));
+    reset_parameters();
+}
+void PReLU::reset_parameters() { weight.detach().fill_(options_.init); }
+Tensor PReLU::forward(const Tensor& x) { return prelu(x, weight); }
+std::string PReLU::extra_repr() const { return "num_parameters=" + std::to_string(options_.num_parameters); }
+
 }  // namespace normnet

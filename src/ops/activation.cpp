@@ -155,8 +155,93 @@ struct SoftplusOp {
     }
 };
 
+// y = min(max(x, lo), hi), NaN passing; dx = dy strictly inside (lo, hi) or at NaN, else 0 (torch's
+// hardtanh_backward: the bounds themselves take no gradient)
+struct HardtanhOp {
+    static constexpr const char* kBackwardName = "HardtanhBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float lo = -1.0f, hi = 1.0f;
+    float value(float x) const {
+        const float a = x < lo ? lo : x;  // clamp's order: with lo > hi every value is hi
+        return a > hi ? hi : a;
+    }
+    float grad(float x, float, float dy) const { return x <= lo || x >= hi ? 0.0f : dy; }
+};
+
+// y = x > 0 ? scale x : scale alpha (e^x - 1); dx = dy scale or dy scale alpha e^x (torch's elu
+// kernel with SELU's constants: NaN takes the x > 0 branch of the gradient)
+struct SeluOp {
+    static constexpr const char* kBackwardName = "EluBackward0";
+    static constexpr Uses kUses = Uses::input;
+    static constexpr float kAlpha = 1.6732632423543772848170429916717f;
+    static constexpr float kScale = 1.0507009873554804934193349852946f;
+    float value(float x) const { return x <= 0.0f ? vmath::expm1(x) * (kAlpha * kScale) : x * kScale; }
+    float grad(float x, float, float dy) const {
+        return x <= 0.0f ? dy * ((kAlpha * kScale) * vmath::exp(x)) : dy * kScale;
+    }
+};
+
+// y = x t, t = tanh(softplus(x)); dx = dy (t + x sigmoid(x) (1 - t^2))
+struct MishOp {
+    static constexpr const char* kBackwardName = "MishBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float value(float x) const { return x * vmath::tanh(vmath::log1p(vmath::exp(x))); }
+    float grad(float x, float, float dy) const {
+        const float t = vmath::tanh(vmath::log1p(vmath::exp(x)));
+        return dy * (t + x * vmath::sigmoid(x) * (1.0f - t * t));
+    }
+};
+
+// y = x min(max(x + 3, 0), 6) / 6; dx = 0 below -3, dy (x / 3 + 1/2) below 3, dy from 3 on (and at
+// NaN). At x = 3 torch 1.13's vectorised kernel gives dy, its scalar tail dy 3/2: the former, which
+// a tensor of more than a few elements takes.
+struct HardswishOp {
+    static constexpr const char* kBackwardName = "HardswishBackward0";
+    static constexpr Uses kUses = Uses::input;
+    float value(float x) const {
+        const float r = x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f;
+        return x * r / 6.0f;
+    }
+    float grad(float x, float, float dy) const {
+        return x < -3.0f ? 0.0f : x < 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
+    }
+};
+
 }  // namespace
 }  // namespace detail
+
+Tensor hardtanh(const Tensor& x, float min_val, float max_val) {
+    return detail::unary_op(x, "hardtanh", detail::HardtanhOp{min_val, max_val});
+}
+Tensor relu6(const Tensor& x) { return detail::unary_op(x, "relu6", detail::HardtanhOp{0.0f, 6.0f}); }
+Tensor selu(const Tensor& x) { return detail::unary_op(x, "selu", detail::SeluOp{}); }
+Tensor mish(const Tensor& x) { return detail::unary_op(x, "mish", detail::MishOp{}); }
+Tensor hardswish(const Tensor& x) { return detail::unary_op(x, "hardswish", detail::HardswishOp{}); }
+
+// prelu: max(0, x) + weight * min(0, x) with one weight per channel (dim 1), or one for all. A
+// composition (each step a pass over x; no model of the zoo puts it on a hot path):
+// where(x > 0, x, weight * where(x > 0, 0, x)) gives torch's gradients, also at 0 (weight's side)
+// and NaN; the inner where keeps x = inf out of weight's gradient (0 * inf would be NaN, torch's is 0).
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+    NORMNET_CHECK(x.dtype() == kFloat32 && weight.dtype() == kFloat32, "prelu: expected float32 tensors, got ",
+                  x.dtype(), " and ", weight.dtype());
+    NORMNET_CHECK(weight.dim() <= 1, "prelu: Expected `weight` to be a scalar or 1D tensor, but got ndim = ",
+                  weight.dim());
+    const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+    NORMNET_CHECK(weight.numel() == 1 || weight.numel() == channels,
+                  "prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers = ",
+                  weight.numel(), " and channel size = ", channels, " (input ", x.shape(), ")");
+    Tensor w = weight.reshape({weight.numel() == 1 ? 1 : channels});
+    if (weight.numel() != 1) {
+        Shape s(std::vector<int64_t>(static_cast<size_t>(x.dim() - 1), 1));
+        s[0] = channels;
+        w = w.view(s);  // [C, 1, ...]: broadcasts against [N, C, ...]
+    } else if (x.dim() == 0) {
+        w = w.view({});
+    }
+    const Tensor positive = gt(x, 0.0);
+    return where(positive, x, mul(w, where(positive, 0.0, x)));
+}
 
 Tensor leaky_relu(const Tensor& x, float negative_slope) {
     return detail::unary_op(x, "leaky_relu", detail::LeakyReluOp{negative_slope});

@@ -473,6 +473,27 @@ row("pointwise", "softplus", "F.softplus", lambda x, beta, threshold: F.softplus
 row("pointwise", "softmax", "F.softmax", lambda x, dim: F.softmax(x, dim), dim_samples(scale=3.0, special=SPECIAL_SUMMABLE))
 row("pointwise", "log_softmax", "F.log_softmax", lambda x, dim: F.log_softmax(x, dim),
     dim_samples(scale=3.0, special=SPECIAL_SUMMABLE))
+row("pointwise", "hardtanh", "F.hardtanh", lambda x, min_val, max_val: F.hardtanh(x, min_val, max_val),
+    unary_samples("distinct", ({"min_val": -1.0, "max_val": 1.0}, {"min_val": -0.5, "max_val": 2.0},
+                               {"min_val": 1.0, "max_val": -1.0})))
+row("pointwise", "relu6", "F.relu6", F.relu6, unary_samples("distinct", scale=3.0))
+row("pointwise", "selu", "F.selu", F.selu, unary_samples("distinct", scale=2.0))
+row("pointwise", "mish", "F.mish", F.mish, unary_samples("randn", scale=3.0))
+row("pointwise", "hardswish", "F.hardswish", F.hardswish, unary_samples("distinct", scale=2.0))
+
+
+def prelu_samples(g):
+    out = []
+    for xs, ws in (([2, 3], [3]), ([2, 3], [1]), ([2, 3, 4], [3]), ([3], [1]), ([], [1]), ([2, 3], []), ([2, 0], [0]),
+                   ([0, 3], [3]), ([1, 1, 2], [1]), ([3], [3]), ([2, 3], [2]), ([2, 3], [1, 3])):
+        x, w = g.distinct(xs, ws)
+        out.append(Sample([x, w], {}, "distinct"))
+    out.append(Sample([viewed(g, [3, 4], "T", lambda s: g.distinct(s)[0]), g.randn([4])], {}, "distinct"))
+    out.append(Sample([g.special([2, 13]), g.randn([13])], {}, "special"))
+    return out
+
+
+row("pointwise", "prelu", "F.prelu", F.prelu, prelu_samples)
 
 
 def compare_samples(scalar=False):

@@ -1,5 +1,5 @@
 // Activation layers (torch.nn.ReLU, GELU, Tanh, Sigmoid, SiLU, LeakyReLU, ELU, Softplus, Softmax,
-// LogSoftmax): modules that apply one of the functional activations of ops.hpp, with options
+// LogSoftmax, Hardtanh, ReLU6, SELU, Mish, Hardswish, PReLU): modules that apply one of the functional activations of ops.hpp, with options
 // structs holding PyTorch's defaults and PyTorch's printed form. (torch's `inplace` flags are left
 // out: normnet's activations always return a new tensor.)
 #pragma once
@@ -160,6 +160,77 @@ public:
 
 private:
     SoftmaxOptions options_;
+};
+
+/// Options of Hardtanh (torch.nn.Hardtanh).
+struct HardtanhOptions {
+    double min_val = -1.0;
+    double max_val = 1.0;
+};
+
+/// hardtanh(x, min_val, max_val), printed Hardtanh(min_val=-1.0, max_val=1.0).
+class NORMNET_API Hardtanh : public Cloneable<Hardtanh> {
+public:
+    explicit Hardtanh(const HardtanhOptions& options = {});
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "Hardtanh"; }
+    std::string extra_repr() const override;
+    const HardtanhOptions& options() const { return options_; }
+
+private:
+    HardtanhOptions options_;
+};
+
+/// relu6(x) = min(max(x, 0), 6).
+class NORMNET_API ReLU6 : public Cloneable<ReLU6> {
+public:
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "ReLU6"; }
+};
+
+/// selu(x): self-normalising ELU (Klambauer et al., 2017).
+class NORMNET_API SELU : public Cloneable<SELU> {
+public:
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "SELU"; }
+};
+
+/// mish(x) = x tanh(softplus(x)).
+class NORMNET_API Mish : public Cloneable<Mish> {
+public:
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "Mish"; }
+};
+
+/// hardswish(x) = x relu6(x + 3) / 6.
+class NORMNET_API Hardswish : public Cloneable<Hardswish> {
+public:
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "Hardswish"; }
+};
+
+/// Options of PReLU (torch.nn.PReLU): one learnt slope, or one per channel (num_parameters = C).
+struct PReLUOptions {
+    int64_t num_parameters = 1;
+    double init = 0.25;  // the slopes' initial value
+};
+
+/// prelu(x, weight) with the learnt slopes `weight` [num_parameters], printed
+/// PReLU(num_parameters=1).
+class NORMNET_API PReLU : public Cloneable<PReLU> {
+public:
+    explicit PReLU(const PReLUOptions& options = {});
+    Tensor forward(const Tensor& x) override;
+    std::string type_name() const override { return "PReLU"; }
+    std::string extra_repr() const override;
+    /// Sets every slope to options().init.
+    void reset_parameters();
+    const PReLUOptions& options() const { return options_; }
+
+    Tensor weight;
+
+private:
+    PReLUOptions options_;
 };
 
 }  // namespace normnet
