@@ -45,6 +45,12 @@ const KnownBug kHardswishAt3{
     .matches = [](const Sample& s) { return s.kind == "special" && sum(eq(s.inputs.at(0), 3.0)).item<int64_t>() > 0; },
     .gradients_only = true,
     .deliberate = true};
+const KnownBug kCumprodInfGrad{
+    .what = "cumprod's gradient at or before an infinite element is the sum of products of the others (torch 1.13 "
+            "divides the products by the element: NaN from inf / inf)",
+    .matches = [](const Sample& s) { return s.kind == "special" && sum(isinf(s.inputs.at(0))).item<int64_t>() > 0; },
+    .gradients_only = true,
+    .deliberate = true};
 const KnownBug kInstanceNormEmpty{
     .what = "instance_norm refuses an empty batch with running statistics (torch 1.13 sets them to NaN, in eval too)",
     .matches = [](const Sample& s) { return s.shapes.at(0).numel() == 0 && s.arg("running").get<bool>(); },
@@ -366,6 +372,33 @@ std::vector<OpRow> reduce_rows() {
         {.name = "cumsum", .api = "cumsum", .call = call([](In in, A a) { return cumsum(in[0], a.i("dim")); }),
          .also = {{"Tensor::cumsum", call([](In in, A a) { return in[0].cumsum(a.i("dim")); })}}},
         {.name = "cumsum_int", .api = "cumsum", .call = call([](In in, A a) { return cumsum(in[0], a.i("dim")); })},
+        {.name = "prod_all", .api = "prod", .call = call([](In in, A) { return prod(in[0]); }),
+         .also = {{"Tensor::prod", call([](In in, A) { return in[0].prod(); })}}},
+        {.name = "prod", .api = "prod", .call = call([](In in, A a) { return prod(in[0], a.i("dim"), a.b("keepdim")); }),
+         .also = {{"Tensor::prod(dim)", call([](In in, A a) { return in[0].prod(a.i("dim"), a.b("keepdim")); })}}},
+        {.name = "prod_zeros", .api = "prod",
+         .call = call([](In in, A a) { return prod(in[0], a.i("dim"), a.b("keepdim")); })},
+        {.name = "prod_int", .api = "prod", .call = call([](In in, A a) { return prod(in[0], a.i("dim")); })},
+        {.name = "cumprod", .api = "cumprod", .call = call([](In in, A a) { return cumprod(in[0], a.i("dim")); }),
+         .also = {{"Tensor::cumprod", call([](In in, A a) { return in[0].cumprod(a.i("dim")); })}},
+         .known_bugs = {kCumprodInfGrad}},
+        {.name = "cumprod_zeros", .api = "cumprod", .call = call([](In in, A a) { return cumprod(in[0], a.i("dim")); })},
+        {.name = "cumprod_int", .api = "cumprod", .call = call([](In in, A a) { return cumprod(in[0], a.i("dim")); })},
+        {.name = "sort", .api = "sort", .call = call([](In in, A a) { return sort(in[0], a.i("dim"), a.b("descending")); }),
+         .also = {{"Tensor::sort", call([](In in, A a) { return in[0].sort(a.i("dim"), a.b("descending")); })}},
+         .tie_indices = 1},
+        {.name = "argsort", .api = "argsort",
+         .call = call([](In in, A a) { return argsort(in[0], a.i("dim"), a.b("descending")); }),
+         .also = {{"Tensor::argsort", call([](In in, A a) { return in[0].argsort(a.i("dim"), a.b("descending")); })}},
+         .tie_indices = 0},
+        {.name = "all_all", .api = "all", .call = call([](In in, A) { return all(in[0]); }),
+         .also = {{"Tensor::all", call([](In in, A) { return in[0].all(); })}}},
+        {.name = "all", .api = "all", .call = call([](In in, A a) { return all(in[0], a.i("dim"), a.b("keepdim")); }),
+         .also = {{"Tensor::all(dim)", call([](In in, A a) { return in[0].all(a.i("dim"), a.b("keepdim")); })}}},
+        {.name = "any_all", .api = "any", .call = call([](In in, A) { return any(in[0]); }),
+         .also = {{"Tensor::any", call([](In in, A) { return in[0].any(); })}}},
+        {.name = "any", .api = "any", .call = call([](In in, A a) { return any(in[0], a.i("dim"), a.b("keepdim")); }),
+         .also = {{"Tensor::any(dim)", call([](In in, A a) { return in[0].any(a.i("dim"), a.b("keepdim")); })}}},
     };
 }
 
@@ -445,6 +478,19 @@ std::vector<OpRow> shape_rows() {
          .call = call([](In in, A a) { return embedding(in[0], in[1], opt(a, "padding_idx")); }),
          .gradcheck_skips = [](const Sample& s) { return !s.arg("padding_idx").is_null(); }},  // its row: no gradient
         {.name = "one_hot", .api = "one_hot", .call = call([](In in, A a) { return one_hot(in[0], a.i("num_classes")); })},
+        {.name = "flip", .api = "flip", .call = call([](In in, A a) { return flip(in[0], a.dims()); }),
+         .also = {{"Tensor::flip", call([](In in, A a) { return in[0].flip(a.dims()); })}}},
+        {.name = "tril", .api = "tril", .call = call([](In in, A a) { return tril(in[0], a.i("diagonal")); }),
+         .also = {{"Tensor::tril", call([](In in, A a) { return in[0].tril(a.i("diagonal")); })}}},
+        {.name = "triu", .api = "triu", .call = call([](In in, A a) { return triu(in[0], a.i("diagonal")); }),
+         .also = {{"Tensor::triu", call([](In in, A a) { return in[0].triu(a.i("diagonal")); })}}},
+        {.name = "pad", .api = "pad", .call = call([](In in, A a) {
+             return pad(in[0], a.json().at("pad").get<std::vector<int64_t>>(), a.s("mode"), a.num("value"));
+         }),
+         .also = {{"pad(x, PadFuncOptions)", call([](In in, A a) {
+             return pad(in[0], PadFuncOptions{.pad = a.json().at("pad").get<std::vector<int64_t>>(), .mode = a.s("mode"),
+                                              .value = a.num("value")});
+         })}}},
     };
 }
 
@@ -461,6 +507,7 @@ std::vector<OpRow> linear_rows() {
         {.name = "feed_forward", .api = "feed_forward", .call = call([](In in, A a) {
              return feed_forward(in[0], in[1], in[2], in[3], in[4], a.s("activation"), a.b("recompute_hidden"));
          })},
+        {.name = "einsum", .api = "einsum", .call = call([](In in, A a) { return einsum(a.s("equation"), in); })},
     };
 }
 

@@ -325,6 +325,33 @@ NORMNET_API Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, 
 NORMNET_API Tensor norm(const Tensor& x, std::string_view p, const Dims& dims = {}, bool keepdim = false);
 /// Running sums along dim (in double for float32, as torch); int64 and bool give int64.
 NORMNET_API Tensor cumsum(const Tensor& x, int64_t dim);
+
+// ---- prod.cpp: products -------------------------------------------------------------------------
+/// Product of all elements -> [] (1 for none); float32 stays float32 (accumulated in double),
+/// int64 and bool multiply up to int64. The gradient is the product of the other elements
+/// (zeros included, without dividing by the input).
+NORMNET_API Tensor prod(const Tensor& x);
+/// Product along dim (torch.prod(x, dim, keepdim)).
+NORMNET_API Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Running products along dim (in double for float32); int64 and bool give int64.
+NORMNET_API Tensor cumprod(const Tensor& x, int64_t dim);
+
+// ---- sort.cpp: sorting (topk is above) ---------------------------------------------------------
+/// (values, int64 indices) of x sorted along dim, ascending (NaN last) or descending (NaN first),
+/// as torch.sort; stable (ties keep their order) whether asked or not.
+NORMNET_API std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+/// The indices of sort(x, dim, descending).
+NORMNET_API Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+
+// ---- compare.cpp: logical reductions -----------------------------------------------------------
+/// Whether every element is nonzero (NaN is) -> bool [], as torch.all; any dtype.
+NORMNET_API Tensor all(const Tensor& x);
+/// Whether every element along dim is nonzero -> bool.
+NORMNET_API Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Whether some element is nonzero -> bool [], as torch.any.
+NORMNET_API Tensor any(const Tensor& x);
+/// Whether some element along dim is nonzero -> bool.
+NORMNET_API Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
 /// Largest element over dims (all when empty); gradient shared evenly by tied elements. The
 /// max/min family takes float32, int64 and bool tensors (argmax and argmin: not bool), as torch.
 NORMNET_API Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
@@ -389,6 +416,36 @@ NORMNET_API std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vec
                                                  int64_t dim = 0);
 NORMNET_API std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 NORMNET_API std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
+/// The lower (tril) or upper (triu) triangle of the last two dims, the rest zeroed: element (i, j)
+/// is kept where j - i <= diagonal (tril) or j - i >= diagonal (triu). Any dtype (a composition
+/// through where).
+NORMNET_API Tensor tril(const Tensor& x, int64_t diagonal = 0);
+NORMNET_API Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
+// ---- pad.cpp: copies that pick each element by an index map per dimension --------------------
+/// A copy with the elements of each of dims in reverse order (torch.flip; float32).
+NORMNET_API Tensor flip(const Tensor& x, const Dims& dims);
+/// Options of pad (torch::nn::functional::PadFuncOptions).
+struct PadFuncOptions {
+    std::vector<int64_t> pad;        // (left, right) of the last dim, then of the one before, ...
+    std::string mode = "constant";  // "constant", "reflect" or "replicate" ("circular" is not implemented)
+    double value = 0.0;             // the constant mode's fill
+};
+/// x padded as torch.nn.functional.pad: padding holds (left, right) sizes for the last dim, then
+/// the one before it, ...; negative sizes crop. "constant" fills with value (any rank);
+/// "reflect" mirrors without repeating the edge and "replicate" repeats it, over the last 1-3
+/// dims of an input with one or two leading (batch, channel) dims, as torch.
+NORMNET_API Tensor pad(const Tensor& x, const std::vector<int64_t>& padding, std::string_view mode = "constant",
+                       double value = 0.0);
+NORMNET_API Tensor pad(const Tensor& x, const PadFuncOptions& options);
+
+// ---- einsum.cpp: Einstein summation, composed of sum, permute, reshape and matmul ------------
+/// torch.einsum: the operands' dims named by letters (one "..." per operand for the unnamed
+/// ones), summed over the letters the output ("->" ...; without it, the letters used once, in
+/// alphabetical order) leaves out, e.g. "ij,jk->ik", "bij,bjk->bik", "bhqd,bhkd->bhqk", "i,i->",
+/// "i,j->ij", "ij->ji", "...ij->...ji", "ij,j". Operands are contracted left to right through
+/// batched matmuls. A subscript repeated within one operand (a diagonal, "ii->i") is refused.
+NORMNET_API Tensor einsum(std::string_view equation, TensorList operands);
 
 // ---- index.cpp: indexing by int64 index tensors -----------------------------------------------
 /// The entries index[i] (a 1-D int64 tensor) of dimension dim, copied.

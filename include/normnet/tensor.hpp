@@ -242,6 +242,11 @@ public:
     std::vector<Tensor> unbind(int64_t dim = 0) const;
     /// A copy tiled repeats[d] times along each dim (more repeats than dims add leading dims).
     Tensor repeat(const Shape& repeats) const;
+    /// A copy with the order of the elements reversed along each of dims (normnet::flip).
+    Tensor flip(const Shape& dims) const;
+    /// A copy with the elements above (tril) or below (triu) a diagonal of the last two dims zeroed.
+    Tensor tril(int64_t diagonal = 0) const;
+    Tensor triu(int64_t diagonal = 0) const;
     /// The matrix product by PyTorch's rules (src/ops/linear.cpp; see normnet::matmul).
     Tensor matmul(const Tensor& other) const;
     // Reductions (src/ops/reduce.cpp, minmax.cpp, sort.cpp; the functions of include/normnet/ops.hpp).
@@ -272,6 +277,17 @@ public:
     Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
     Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
     std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+    /// (values, int64 indices) sorted along dim (normnet::sort); the indices alone (argsort).
+    std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+    Tensor argsort(int64_t dim = -1, bool descending = false) const;
+    Tensor prod() const;
+    Tensor prod(int64_t dim, bool keepdim = false) const;
+    Tensor cumprod(int64_t dim) const;
+    /// Whether every (all) or some (any) element is nonzero, overall or along dim: bool tensors.
+    Tensor all() const;
+    Tensor all(int64_t dim, bool keepdim = false) const;
+    Tensor any() const;
+    Tensor any(int64_t dim, bool keepdim = false) const;
 
     // Indexing by int64 index tensors (src/ops/index.cpp).
     /// The entries index[i] of dimension dim.

@@ -1,6 +1,6 @@
 // Comparisons and selection: eq ne lt le gt ge (bool masks, broadcasting, any dtype), isnan
-// isinf isfinite, logical_not/and/or/xor, where(cond, a, b) (differentiable in a and b) and
-// masked_fill. Masks are kBool tensors: they select in where, convert with .to(kFloat32), and
+// isinf isfinite, logical_not/and/or/xor, the logical reductions all and any, where(cond, a, b)
+// (differentiable in a and b) and masked_fill. Masks are kBool tensors: they select in where, convert with .to(kFloat32), and
 // count with sum/mean.
 #include <cmath>
 
@@ -335,6 +335,51 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
     detail::record_inplace<detail::MaskedFillBackward>(*this, {}, {m});
     return *this;
 }
+
+// ---- all, any: whether every or some element is nonzero (NaN counts as nonzero) ----------------
+
+namespace detail {
+namespace {
+
+// out: bool [outer, inner] = all (kAll) or any of x: [outer, R, inner] != 0 along R
+template <bool kAll, class T>
+void logical_reduce(bool* out, const T* x, int64_t outer, int64_t R, int64_t inner) {
+    parallel_for(outer * inner, item_grain(R), [&](int64_t b, int64_t e) {
+        for (int64_t q = b; q < e; ++q) {
+            const T* p = x + (q / inner) * R * inner + q % inner;
+            bool v = kAll;
+            for (int64_t r = 0; r < R && v == kAll; ++r) v = (p[r * inner] != T(0)) == kAll ? kAll : !kAll;
+            out[q] = v;
+        }
+    });
+}
+
+template <bool kAll>
+Tensor logical_over(const Tensor& x, uint32_t mask, bool keepdim) {
+    const Grouped g = group_dims(x, mask, keepdim);
+    Tensor out = empty(g.out_shape, kBool);
+    visit_dtype(g.x.dtype(), [&](auto type) {
+        using T = decltype(type);
+        logical_reduce<kAll>(out.data_ptr<bool>(), g.x.data_ptr<T>(), g.outer, g.R, g.inner);
+    });
+    return out;
+}
+
+}  // namespace
+}  // namespace detail
+
+Tensor all(const Tensor& x) { return detail::logical_over<true>(x, detail::dim_mask({}, x.dim(), "all"), false); }
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+    return detail::logical_over<true>(x, detail::one_dim_mask(dim, x.dim(), "all"), keepdim);
+}
+Tensor any(const Tensor& x) { return detail::logical_over<false>(x, detail::dim_mask({}, x.dim(), "any"), false); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+    return detail::logical_over<false>(x, detail::one_dim_mask(dim, x.dim(), "any"), keepdim);
+}
+Tensor Tensor::all() const { return normnet::all(*this); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return normnet::all(*this, dim, keepdim); }
+Tensor Tensor::any() const { return normnet::any(*this); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return normnet::any(*this, dim, keepdim); }
 
 Tensor Tensor::eq(const Tensor& other) const { return normnet::eq(*this, other); }
 Tensor Tensor::ne(const Tensor& other) const { return normnet::ne(*this, other); }

@@ -680,6 +680,30 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
+// ---- tril, triu -------------------------------------------------------------------------------
+// Compositions: where(mask, x, 0) over the last two dims, the [R, C] mask made here (where keeps
+// NaN and inf out of the zeroed part, which x * mask would not, and carries the gradient).
+
+namespace {
+
+Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
+    NORMNET_CHECK(x.dim() >= 2, op, ": input tensor must have at least 2 dimensions, got ", x.shape());
+    const int64_t R = x.size(-2), C = x.size(-1);
+    Tensor mask = empty({R, C}, kBool);
+    bool* m = mask.data_ptr<bool>();
+    for (int64_t i = 0; i < R; ++i) {
+        for (int64_t j = 0; j < C; ++j) m[i * C + j] = lower ? j - i <= diagonal : j - i >= diagonal;
+    }
+    return where(mask, x, 0.0);
+}
+
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true, "tril"); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false, "triu"); }
+Tensor Tensor::tril(int64_t diagonal) const { return normnet::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return normnet::triu(*this, diagonal); }
+
 // ---- Functional forms ------------------------------------------------------------------------
 
 Tensor reshape(const Tensor& x, const Shape& shape) { return x.reshape(shape); }

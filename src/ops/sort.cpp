@@ -1,6 +1,7 @@
 // topk: the k largest (or smallest) elements along a dimension, with their int64 indices. NaN
 // counts as the largest value, as torch; ties go to the lower index. Results are always sorted
-// (torch's sorted=false only allows any order).
+// (torch's sorted=false only allows any order). sort and argsort are topk of every element: the
+// order is total (ties by index), so every sort is stable.
 #include <algorithm>
 #include <tuple>
 
@@ -36,7 +37,11 @@ void topk_forward(float* values, int64_t* indices, const float* x, int64_t outer
                                 const int64_t o = q / inner, i = q % inner;
                                 const float* src = x + o * R * inner + i;
                                 for (int64_t r = 0; r < R; ++r) v[r] = src[r * inner], order[r] = r;
-                                std::partial_sort(order, order + k, order + R, TopkOrder{v, largest});
+                                if (k == R) {
+                                    std::sort(order, order + R, TopkOrder{v, largest});
+                                } else {
+                                    std::partial_sort(order, order + k, order + R, TopkOrder{v, largest});
+                                }
                                 for (int64_t j = 0; j < k; ++j) {
                                     values[(o * k + j) * inner + i] = v[order[j]];
                                     indices[(o * k + j) * inner + i] = order[j];
@@ -93,5 +98,21 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
 std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
     return normnet::topk(*this, k, dim, largest, sorted);
 }
+
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+    NORMNET_CHECK(x.dtype() == kFloat32, "sort: expected a float32 tensor, got ", x.dtype());
+    const int nd = std::max(x.dim(), 1);
+    NORMNET_CHECK(dim >= -nd && dim < nd, "sort: dimension ", dim, " out of range (expected to be in range of [", -nd,
+                  ", ", nd - 1, "]) for a tensor of shape ", x.shape());
+    const int64_t n = x.dim() == 0 ? 1 : x.size(static_cast<int>(dim < 0 ? dim + nd : dim));
+    return topk(x, n, dim, descending);
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) { return std::get<1>(sort(x, dim, descending)); }
+
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+    return normnet::sort(*this, dim, descending);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending) const { return normnet::argsort(*this, dim, descending); }
 
 }  // namespace normnet

@@ -772,6 +772,79 @@ row("reduce", "cumsum_int", "torch.cumsum of int64 and bool", lambda x, dim: tor
     lambda g: [Sample([In(g.ints(s, -5, 5, dt), grad=False)], {"dim": d}, "ties")
                for dt in (torch.int64, torch.bool) for s, d in (([3, 4], 1), ([3, 4], 0), ([0, 2], 0))])
 
+
+def prod_values(g, s):
+    """Values around 1 in size (products of a few dozen stay in range), a zero now and then."""
+    x = g.uniform(s, 0.5, 1.5) * torch.where(g.ints(s, 0, 2, torch.bool), 1.0, -1.0)
+    return torch.where(g.ints(s, 0, 9) == 0, torch.zeros(()), x)
+
+
+def zeros_samples(g, extra):
+    """One and two zeros in a slice: the exclusive products of the gradient."""
+    out = []
+    for zeros in ((1,), (0, 3)):
+        x = g.uniform([2, 5], 0.5, 1.5)
+        for z in zeros:
+            x[0, z] = 0.0
+        for e in extra:
+            out.append(Sample([x], e, "normal"))
+    return out
+
+
+row("reduce", "prod_all", "torch.prod(Tensor)", torch.prod,
+    lambda g: [Sample([prod_values(g, s)], {}) for s in ([2, 3, 4, 1], [5], [1], [], [0], [3, 0])]
+    + [Sample([viewed(g, [3, 4], how, lambda s: prod_values(g, s))], {}) for how in ("T", "step")]
+    + zeros_samples(g, [{}]) + [Sample([g.special([6])], {}, "special"), Sample([g.special([3])], {}, "special"),
+                                Sample([In(g.ints([3, 4], -3, 3), grad=False)], {}, "ties"),
+                                Sample([In(g.ints([5], 0, 2, torch.bool), grad=False)], {}, "ties")])
+row("reduce", "prod", "torch.prod(dim, keepdim)", lambda x, dim, keepdim: torch.prod(x, dim, keepdim),
+    dim_samples(prod_values, special=SPECIAL_FEW, offset=False,
+                extra=lambda s, d: [{"keepdim": False}, {"keepdim": True}]))
+row("reduce", "prod_zeros", "torch.prod(dim) with zeros", lambda x, dim, keepdim: torch.prod(x, dim, keepdim),
+    lambda g: zeros_samples(g, [{"dim": 1, "keepdim": False}, {"dim": 0, "keepdim": True}]))
+row("reduce", "prod_int", "torch.prod(dim) of int64 and bool", lambda x, dim: torch.prod(x, dim),
+    lambda g: [Sample([In(g.ints(s, -3, 4, dt), grad=False)], {"dim": d}, "ties")
+               for dt in (torch.int64, torch.bool) for s, d in (([3, 4], 1), ([3, 4], 0), ([0, 2], 0))])
+row("reduce", "cumprod", "torch.cumprod", lambda x, dim: torch.cumprod(x, dim),
+    dim_samples(prod_values, special=SPECIAL_FEW, offset=False))
+row("reduce", "cumprod_zeros", "torch.cumprod with zeros", lambda x, dim: torch.cumprod(x, dim),
+    lambda g: zeros_samples(g, [{"dim": 1}, {"dim": 0}]))
+row("reduce", "cumprod_int", "torch.cumprod of int64 and bool", lambda x, dim: torch.cumprod(x, dim),
+    lambda g: [Sample([In(g.ints(s, -3, 4, dt), grad=False)], {"dim": d}, "ties")
+               for dt in (torch.int64, torch.bool) for s, d in (([3, 4], 1), ([3, 4], 0), ([0, 2], 0))])
+row("reduce", "sort", "torch.sort", lambda x, dim, descending: torch.sort(x, dim, descending),
+    dim_samples("distinct", ties=True, extra=lambda s, d: [{"descending": False}, {"descending": True}]))
+row("reduce", "argsort", "torch.argsort", lambda x, dim, descending: torch.argsort(x, dim, descending),
+    dim_samples("distinct", ties=True, extra=lambda s, d: [{"descending": False}, {"descending": True}]))
+
+
+def logical_samples(dims):
+    def gen(g):
+        out = []
+        for dtype in (torch.float32, torch.int64, torch.bool):
+            for s in ([3, 4], [2, 3, 2], [0, 3], [4], []):
+                x = g.ints(s, 0, 2, dtype) if dtype != torch.float32 else g.ties(s)
+                if dtype != torch.float32 and s == [3, 4]:
+                    x = torch.ones(s, dtype=dtype)
+                for d in (range(-1, max(len(s), 1)) if dims else [None]):
+                    for k in ((False, True) if dims else (False,)):
+                        out.append(Sample([In(x, grad=False)], {"dim": d, "keepdim": k} if dims else {}, "ties"))
+        out.append(Sample([In(g.special([4, 6]), grad=False)], {"dim": 1, "keepdim": False} if dims else {},
+                          "special"))
+        if dims:
+            out.append(Sample([In(g.ties([2, 3]), grad=False)], {"dim": 2, "keepdim": False}))
+        return out
+
+    return gen
+
+
+row("reduce", "all_all", "torch.all(Tensor)", torch.all, logical_samples(False))
+row("reduce", "all", "torch.all(dim, keepdim)", lambda x, dim, keepdim: torch.all(x, dim, keepdim),
+    logical_samples(True))
+row("reduce", "any_all", "torch.any(Tensor)", torch.any, logical_samples(False))
+row("reduce", "any", "torch.any(dim, keepdim)", lambda x, dim, keepdim: torch.any(x, dim, keepdim),
+    logical_samples(True))
+
 # ---- shape: shape.cpp, index.cpp and the Tensor methods that view or copy ----------------------
 
 SHAPE_INPUTS = [[2, 3, 4], [3, 1, 2], [2, 0, 3], [5], [1], []]
@@ -1022,6 +1095,52 @@ row("shape", "one_hot", "F.one_hot", lambda i, num_classes: F.one_hot(i, num_cla
        Sample([In(-g.ints([3], 1, 3), grad=False)], {"num_classes": 4}),
        Sample([In(g.ints([0], 0, 4), grad=False)], {"num_classes": -1})])
 
+row("shape", "flip", "torch.flip", lambda x, dims: torch.flip(x, dims),
+    shaped_samples(lambda s: [{"dims": d} for d in ([0], [-1], list(range(len(s))), [0, 2], []) if
+                              all(-max(len(s), 1) <= k < max(len(s), 1) for k in d)],
+                   errors=[([2, 3], {"dims": [2]}), ([2, 3], {"dims": [0, 0]}), ([2, 3], {"dims": [1, -1]})]))
+
+
+def triangle_samples(g):
+    out = []
+    for s in ([3, 4], [4, 3], [2, 3, 4], [0, 3], [3, 0], [1, 1], [2, 1, 5, 2]):
+        for k in (0, -1, 2, -5, 5):
+            out.append(Sample([g.randn(s)], {"diagonal": k}))
+    out.append(Sample([viewed(g, [3, 4], "T", g.randn)], {"diagonal": 1}))
+    out.append(Sample([viewed(g, [2, 3, 4], "expand", g.randn)], {"diagonal": 0}))
+    out.append(Sample([g.special([4, 5])], {"diagonal": 0}, "special"))
+    out.append(Sample([In(g.ints([3, 4], -5, 5), grad=False)], {"diagonal": 0}))
+    out.append(Sample([In(g.ints([3, 4], 0, 2, torch.bool), grad=False)], {"diagonal": -1}))
+    out += [Sample([g.randn([4])], {"diagonal": 0}), Sample([g.randn([])], {"diagonal": 0})]
+    return out
+
+
+row("shape", "tril", "torch.tril", lambda x, diagonal: torch.tril(x, diagonal), triangle_samples)
+row("shape", "triu", "torch.triu", lambda x, diagonal: torch.triu(x, diagonal), triangle_samples)
+
+PAD_CASES = [  # input shape, pad, modes that take it (the others: torch raises)
+    ([2, 3, 5], [1, 2], "crp"), ([3, 5], [2, 0], "crp"), ([1, 2, 4, 5], [1, 2, 3, 0], "crp"),
+    ([2, 4, 5], [1, 1, 2, 2], "crp"), ([1, 1, 3, 3, 4], [1, 0, 2, 1, 1, 2], "crp"), ([2, 3, 4, 3], [1, 1, 1, 1, 0, 2], "cp"),
+    ([2, 3, 5], [-1, 2], "crp"), ([2, 3, 5], [3, -2], "crp"), ([2, 3, 5], [4, 4], "cp"), ([2, 3, 5], [5, 0], "cp"),
+    ([2, 3, 5], [-5, 0], "c"), ([2, 3, 5], [-3, -3], ""), ([2, 3, 1], [1, 1], "cp"), ([0, 3, 5], [1, 1], "crp"),
+    ([2, 0, 5], [1, 1], "c"), ([0, 5], [1, 2], "cr"), ([2, 3, 5], [1, 2, 3], ""), ([5], [1, 2], "c"),
+    ([2, 3, 4, 5], [1, 2], "c"), ([], [], "c"), ([2, 3], [], "c"), ([2, 3, 5], [0, 0, 0, 0, 1, 1, 1, 1], ""),
+    ([2, 2, 2, 2, 2, 2], [1, 1], "c")]
+
+
+def pad_samples(g):
+    out = []
+    for shape, pad, _ in PAD_CASES:
+        for mode in ("constant", "reflect", "replicate"):
+            out.append(Sample([g.randn(shape)], {"pad": pad, "mode": mode, "value": -1.5 if mode == "constant" else 0.0}))
+    for mode in ("constant", "reflect", "replicate"):
+        out.append(Sample([viewed(g, [2, 4, 5], "T", g.randn)], {"pad": [2, 1, 1, 3], "mode": mode, "value": 0.0}))
+        out.append(Sample([g.special([2, 4, 6])], {"pad": [3, 2], "mode": mode, "value": NAN}, "special"))
+    return out
+
+
+row("shape", "pad", "F.pad", lambda x, pad, mode, value: F.pad(x, pad, mode, value), pad_samples)
+
 
 # ---- linear: linear.cpp, feed_forward.cpp ------------------------------------------------------
 
@@ -1097,6 +1216,31 @@ def feed_forward_samples(g):
 
 
 row("linear", "feed_forward", "F.linear(act(F.linear(x)))", feed_forward_torch, feed_forward_samples)
+
+
+EINSUM_CASES = [  # equation, operand shapes
+    ("ij,jk->ik", [[2, 3], [3, 4]]), ("ij,jk", [[2, 3], [3, 4]]), ("bij,bjk->bik", [[2, 3, 4], [2, 4, 5]]),
+    ("bhqd,bhkd->bhqk", [[2, 2, 3, 4], [2, 2, 5, 4]]), ("bhqk,bhkd->bhqd", [[1, 2, 3, 5], [1, 2, 5, 4]]),
+    ("i,i->", [[5], [5]]), ("i,i", [[4], [1]]), ("i,j->ij", [[3], [4]]), ("ij->ji", [[2, 3]]), ("ij->j", [[2, 3]]),
+    ("ij->", [[2, 3]]), ("ij", [[2, 3]]), ("ji", [[2, 3]]), ("...ij->...ji", [[2, 3, 4]]), ("...ij->ij", [[2, 3, 4]]),
+    ("...ij", [[5, 3, 4]]), ("ij,j", [[3, 4], [4]]), ("ij,j->i", [[3, 4], [4]]), ("bn,anm,bm->ba", [[2, 3], [4, 3, 5], [2, 5]]),
+    ("ij,jk,kl->il", [[2, 3], [3, 4], [4, 5]]), ("bij,bjk->bik", [[1, 2, 3], [4, 3, 5]]), ("Ab,ba", [[2, 3], [3, 2]]),
+    ("i j , j k -> i k", [[2, 3], [3, 4]]), ("ij...,jk...->ik...", [[2, 3, 5], [3, 4, 1]]), ("...i,...i->...", [[2, 3], [3]]),
+    ("ij,jk->ik", [[2, 0], [0, 3]]), ("ij,jk->ik", [[0, 3], [3, 2]]), ("->", [[]]), ("i,->i", [[3], []]),
+    ("abc,cd->abd", [[2, 3, 4], [4, 2]]), ("ijk,ikl->jl", [[2, 3, 4], [2, 4, 5]]),
+    # torch raises:
+    ("ij->jj", [[2, 3]]), ("ij->k", [[2, 3]]), ("i,i", [[3], [2]]), ("ij", [[2, 3, 4]]), ("ij,jk", [[2, 3]]),
+    ("i1", [[2, 3]])]
+
+
+def einsum_samples(g):
+    out = [Sample([g.randn(s) for s in shapes], {"equation": eq}) for eq, shapes in EINSUM_CASES]
+    out.append(Sample([viewed(g, [3, 4], "T", g.randn), viewed(g, [4, 5], "narrow", g.randn)], {"equation": "ij,jk->ik"}))
+    out.append(Sample([g.offset([3, 4]), g.randn([4, 2])], {"equation": "ij,jk->ik"}, "offset"))
+    return out
+
+
+row("linear", "einsum", "torch.einsum", lambda *ops, equation: torch.einsum(equation, *ops), einsum_samples)
 
 
 # ---- nn: norm.cpp, conv.cpp, pooling.cpp, loss.cpp, attention.cpp, rnn.cpp, dropout.cpp --------
@@ -1611,6 +1755,8 @@ row("nn", "last_step", "output[n, lengths[n] - 1]",
                Sample([g.randn([3, 4, 2])], {"lengths_given": False}),
                Sample([g.randn([1, 1, 3])], {"lengths_given": False}),
                Sample([g.randn([2, 3, 2]), In(torch.tensor([4, 1]), grad=False)], {"lengths_given": True})])
+
+
 # dropout: only where it is deterministic (p 0 or 1, or not training); random masks are not torch's.
 row("nn", "dropout", "F.dropout (p 0 or 1, or not training)", lambda x, p, training: F.dropout(x, p, training),
     lambda g: [Sample([g.randn(s)], {"p": p, "training": t}) for s in ([3, 4], [0], [])
