@@ -527,10 +527,8 @@ Conv2dPadding conv_padding(A a) {
     return Conv2dPadding(size2(a, "padding"));
 }
 
-Reduction reduction(A a) {
-    const std::string r = a.s("reduction");
-    return r == "mean" ? kMean : r == "sum" ? kSum : kNone;
-}
+Reduction reduction_of(const std::string& r) { return r == "mean" ? kMean : r == "sum" ? kSum : kNone; }
+Reduction reduction(A a) { return reduction_of(a.s("reduction")); }
 
 std::optional<double> opt_num(A a, const char* name) {
     return a.has(name) ? std::optional<double>(a.num(name)) : std::nullopt;
@@ -627,6 +625,11 @@ std::vector<OpRow> nn_rows() {
          })},
         {.name = "adaptive_avg_pool2d", .api = "adaptive_avg_pool2d",
          .call = call([](In in, A a) { return adaptive_avg_pool2d(in[0], size2(a, "output_size")); })},
+        {.name = "kl_div", .api = "kl_div", .call = call([](In in, A a) {
+             const std::string r = a.s("reduction");
+             const KLDivReduction reduction = r == "batchmean" ? KLDivReduction(kBatchMean) : KLDivReduction(reduction_of(r));
+             return kl_div(in[0], in[1], KLDivFuncOptions{.reduction = reduction, .log_target = a.b("log_target")});
+         })},
         {.name = "nll_loss", .api = "nll_loss",
          .call = call([](In in, A a) { return nll_loss(in[0], in[1], loss_options<NLLLossOptions>(in, a)); })},
         {.name = "cross_entropy", .api = "cross_entropy",

@@ -536,6 +536,24 @@ struct HuberLossOptions {
 };
 using HuberLossFuncOptions = HuberLossOptions;
 
+/// The batch-mean reduction of kl_div: the sum divided by the batch size (input's dim 0).
+struct BatchMean {};
+inline constexpr BatchMean kBatchMean{};
+/// kl_div's reduction: one of the Reductions, or kBatchMean.
+struct KLDivReduction {
+    Reduction reduction = kMean;
+    bool batchmean = false;
+    constexpr KLDivReduction(Reduction r) : reduction(r) {}                   // NOLINT: implicit on purpose
+    constexpr KLDivReduction(BatchMean) : reduction(kSum), batchmean(true) {}  // NOLINT
+};
+/// Options of kl_div and KLDivLoss (torch::nn::KLDivLossOptions).
+struct KLDivLossOptions {
+    KLDivReduction reduction = kMean;  // kMean averages over every element (torch's default); kBatchMean
+                                       // is the divergence per sample
+    bool log_target = false;           // the target is given as log-probabilities
+};
+using KLDivFuncOptions = KLDivLossOptions;
+
 /// The negative log-likelihood of class indices: input of log-probabilities [N, C], [N, C, d1, ...]
 /// or [C]; target int64 [N], [N, d1, ...] or [] with values in [0, C) or ignore_index.
 /// loss = -weight[t] * input[t]; mean divides by the summed weights of the counted targets (nan
@@ -573,6 +591,10 @@ NORMNET_API Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                                   const SmoothL1LossFuncOptions& options = {});
 /// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), for d = input - target.
 NORMNET_API Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {});
+/// The Kullback-Leibler divergence of input (log-probabilities) from target, elementwise
+/// target * (log(target) - input), 0 where target is 0 (or, with log_target, e^target (target -
+/// input)); input and target broadcast (as torch's kl_div, unlike the losses above). A composition.
+NORMNET_API Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {});
 
 // ---- dropout.cpp ------------------------------------------------------------------------------
 /// In training, zeroes each element with probability p and scales the others by 1 / (1 - p), as

@@ -1,5 +1,5 @@
 // Elementwise losses and their backwards: mse_loss, l1_loss, smooth_l1_loss, huber_loss,
-// binary_cross_entropy and binary_cross_entropy_with_logits. Each loss is one small struct (its
+// binary_cross_entropy and binary_cross_entropy_with_logits; kl_div, a composition, at the end. Each loss is one small struct (its
 // value and its partial derivatives in input and target) run by the shared forward and backward
 // below, which apply the optional weight and pos_weight and the reduction of loss.hpp; adding a
 // loss is a struct and a one-line public function. Formulas and their clamps are torch 1.13's.
@@ -249,6 +249,25 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options) {
     return detail::pointwise_loss(input, target, options.weight, options.pos_weight, options.reduction,
                                   detail::BinaryCrossEntropyWithLogits{});
+}
+
+// kl_div: torch 1.13's formula in existing ops (the product, log and where carry the gradients;
+// where keeps 0 log 0 at 0, as xlogy).
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options) {
+    NORMNET_CHECK(input.dtype() == kFloat32 && target.dtype() == kFloat32, "kl_div: expected float32 tensors, got ",
+                  input.dtype(), " and ", target.dtype());
+    Tensor losses;
+    if (options.log_target) {
+        losses = mul(exp(target), sub(target, input));
+    } else {
+        const Tensor t_log_t = where(eq(target, 0.0), 0.0, mul(target, log(target)));
+        losses = sub(t_log_t, mul(target, input));
+    }
+    const KLDivReduction r = options.reduction;
+    if (r.batchmean) return input.dim() == 0 ? sum(losses) : div(sum(losses), static_cast<float>(input.size(0)));
+    if (r.reduction == kSum) return sum(losses);
+    if (r.reduction == kMean) return mean(losses);
+    return losses;
 }
 
 }  // namespace normnet

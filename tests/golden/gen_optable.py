@@ -1499,6 +1499,26 @@ row("nn", "adaptive_avg_pool2d", "F.adaptive_avg_pool2d", lambda x, output_size:
     + [Sample([viewed(g, [1, 2, 6, 6], "T", g.randn)], {"output_size": 3})])
 
 
+def kl_div_samples(g):
+    out = []
+    for si, st in (([4, 5], [4, 5]), ([3, 2, 2], [3, 2, 2]), ([], []), ([0, 3], [0, 3]), ([4, 5], [5]), ([5], [4, 5]),
+                   ([4, 5], [3, 5])):
+        for reduction in ("mean", "sum", "none", "batchmean"):
+            for log_target in (False, True):
+                inp = F.log_softmax(g.randn(si), -1).detach() if si else g.randn(si)
+                t = g.uniform(st, 0.05, 1.0)
+                out.append(Sample([inp, t.log() if log_target else t], {"reduction": reduction, "log_target": log_target}))
+    t = g.uniform([3, 4], 0.05, 1.0)
+    t[0, 1] = 0.0
+    out.append(Sample([g.randn([3, 4]), t], {"reduction": "sum", "log_target": False}, "special"))
+    out.append(Sample([viewed(g, [3, 4], "T", g.randn), viewed(g, [3, 4], "expand", lambda s: g.uniform(s, 0.1, 1.0))],
+                      {"reduction": "batchmean", "log_target": False}))
+    return out
+
+
+row("nn", "kl_div", "F.kl_div", lambda i, t, reduction, log_target: F.kl_div(i, t, reduction=reduction,
+                                                                              log_target=log_target), kl_div_samples)
+
 # Losses: input, target, then the optional weight and pos_weight.
 REDUCTIONS = ("mean", "sum", "none")
 

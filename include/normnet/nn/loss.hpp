@@ -70,4 +70,9 @@ public:
     using LossModule::LossModule;
 };
 
+class NORMNET_API KLDivLoss : public LossModule<KLDivLoss, KLDivLossOptions, kl_div> {
+public:
+    using LossModule::LossModule;
+};
+
 }  // namespace normnet
