@@ -625,6 +625,50 @@ std::vector<OpRow> nn_rows() {
          })},
         {.name = "adaptive_avg_pool2d", .api = "adaptive_avg_pool2d",
          .call = call([](In in, A a) { return adaptive_avg_pool2d(in[0], size2(a, "output_size")); })},
+        {.name = "conv1d", .api = "conv1d", .call = call([](In in, A a) {
+             const nlohmann::json& p = a.json().at("padding");
+             const Conv1dPadding padding = p.is_string() ? Conv1dPadding(p.get<std::string>()) : Conv1dPadding(p.get<int64_t>());
+             return conv1d(in[0], in[1], a.b("bias") ? in[2] : Tensor(), a.i("stride"), padding, a.i("dilation"),
+                           a.i("groups"));
+         })},
+        {.name = "conv_transpose2d", .api = "conv_transpose2d", .call = call([](In in, A a) {
+             return conv_transpose2d(in[0], in[1], a.b("bias") ? in[2] : Tensor(), size2(a, "stride"), size2(a, "padding"),
+                                     size2(a, "output_padding"), a.i("groups"), size2(a, "dilation"));
+         })},
+        {.name = "max_pool1d", .api = "max_pool1d", .call = call([](In in, A a) {
+             return max_pool1d(in[0], a.i("kernel_size"), a.opt_i("stride"), a.i("padding"), a.i("dilation"),
+                               a.b("ceil_mode"));
+         })},
+        {.name = "max_pool1d_with_indices", .api = "max_pool1d_with_indices", .call = call([](In in, A a) {
+             return max_pool1d_with_indices(in[0], a.i("kernel_size"), a.opt_i("stride"), a.i("padding"), a.i("dilation"),
+                                            a.b("ceil_mode"));
+         })},
+        {.name = "avg_pool1d", .api = "avg_pool1d", .call = call([](In in, A a) {
+             return avg_pool1d(in[0], a.i("kernel_size"), a.opt_i("stride"), a.i("padding"), a.b("ceil_mode"),
+                               a.b("count_include_pad"));
+         })},
+        {.name = "adaptive_avg_pool1d", .api = "adaptive_avg_pool1d",
+         .call = call([](In in, A a) { return adaptive_avg_pool1d(in[0], a.i("output_size")); })},
+        {.name = "adaptive_max_pool1d", .api = "adaptive_max_pool1d",
+         .call = call([](In in, A a) { return adaptive_max_pool1d(in[0], a.i("output_size")); })},
+        {.name = "adaptive_max_pool2d", .api = "adaptive_max_pool2d",
+         .call = call([](In in, A a) { return adaptive_max_pool2d(in[0], size2(a, "output_size")); })},
+        {.name = "adaptive_max_pool2d_with_indices", .api = "adaptive_max_pool2d_with_indices",
+         .call = call([](In in, A a) { return adaptive_max_pool2d_with_indices(in[0], size2(a, "output_size")); })},
+        {.name = "interpolate", .api = "interpolate", .call = call([](In in, A a) {
+             InterpolateFuncOptions o;
+             const auto list = [&]<class T>(const char* name, std::optional<std::vector<T>>& to) {
+                 const nlohmann::json& v = a.json().at(name);
+                 if (v.is_number()) to = std::vector<T>{v.get<T>()};
+                 if (v.is_array()) to = v.get<std::vector<T>>();
+             };
+             list.template operator()<int64_t>("size", o.size);
+             list.template operator()<double>("scale_factor", o.scale_factor);
+             o.mode = a.s("mode");
+             if (a.has("align_corners")) o.align_corners = a.b("align_corners");
+             if (a.has("recompute_scale_factor")) o.recompute_scale_factor = a.b("recompute_scale_factor");
+             return interpolate(in[0], o);
+         })},
         {.name = "kl_div", .api = "kl_div", .call = call([](In in, A a) {
              const std::string r = a.s("reduction");
              const KLDivReduction reduction = r == "batchmean" ? KLDivReduction(kBatchMean) : KLDivReduction(reduction_of(r));
@@ -693,6 +737,14 @@ std::vector<OpRow> nn_rows() {
         {.name = "last_step", .api = "last_step", .call = call([](In in, A a) {
              return last_step(in[0], a.b("lengths_given") ? in[1] : Tensor());
          })},
+        {.name = "feature_dropout", .api = "feature_dropout",
+         .call = call([](In in, A a) { return feature_dropout(in[0], a.num("p"), a.b("training")); })},
+        {.name = "dropout1d", .api = "dropout1d",
+         .call = call([](In in, A a) { return dropout1d(in[0], a.num("p"), a.b("training")); })},
+        {.name = "dropout2d", .api = "dropout2d",
+         .call = call([](In in, A a) { return dropout2d(in[0], a.num("p"), a.b("training")); })},
+        {.name = "dropout3d", .api = "dropout3d",
+         .call = call([](In in, A a) { return dropout3d(in[0], a.num("p"), a.b("training")); })},
         {.name = "dropout", .api = "dropout",
          .call = call([](In in, A a) { return dropout(in[0], a.num("p"), a.b("training")); })},
     };

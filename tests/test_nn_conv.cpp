@@ -300,6 +300,111 @@ TEST_CASE("gradcheck: every convolutional layer", "[nn][conv][gradcheck]") {
     require_gradcheck(gradcheck(aap, x));
 }
 
+TEST_CASE("Conv1d and ConvTranspose2d: PyTorch's parameters, initialisation and repr", "[nn][conv]") {
+    manual_seed(8);
+    Conv1d conv1(2, 4, 3);
+    CHECK(describe(conv1.state_dict()) == "weight:[4, 2, 3];bias:[4]");
+    CHECK(conv1.to_string() == "Conv1d(2, 4, kernel_size=(3,), stride=(1,))");
+    CHECK(Conv1d(Conv1dOptions{.in_channels = 2, .out_channels = 4, .kernel_size = 3, .stride = 2, .padding = 1,
+                               .dilation = 2, .groups = 2, .bias = false})
+              .to_string() == "Conv1d(2, 4, kernel_size=(3,), stride=(2,), padding=(1,), dilation=(2,), groups=2, bias=False)");
+    CHECK(Conv1d(Conv1dOptions{.in_channels = 2, .out_channels = 4, .kernel_size = 3, .padding = "same"}).to_string() ==
+          "Conv1d(2, 4, kernel_size=(3,), stride=(1,), padding=same)");
+    const float bound1 = 1.0f / std::sqrt(6.0f);  // fan_in = 2 * 3
+    for (const Tensor& t : {conv1.weight, conv1.bias}) {
+        const auto v = t.to_vector();
+        CHECK(*std::max_element(v.begin(), v.end()) <= bound1);
+        CHECK(*std::min_element(v.begin(), v.end()) >= -bound1);
+    }
+    const Tensor x1 = rand({2, 2, 9});
+    CHECK(test::bit_equal(conv1(x1), conv1d(x1, conv1.weight, conv1.bias)));
+    CHECK_THROWS_WITH(Conv1d(3, 4, 0), Catch::Contains("Conv1d: kernel_size must be positive"));
+    CHECK_THROWS_WITH(Conv1d(Conv1dOptions{.in_channels = 3, .out_channels = 4, .kernel_size = 3, .groups = 2}),
+                      Catch::Contains("Conv1d: in_channels must be divisible by groups"));
+
+    // The transposed weight is [in, out / groups, kH, kW]; fan_in comes from its dim 1 (torch's rule).
+    ConvTranspose2d up(ConvTranspose2dOptions{.in_channels = 4, .out_channels = 6, .kernel_size = 3, .groups = 2});
+    CHECK(describe(up.state_dict()) == "weight:[4, 3, 3, 3];bias:[6]");
+    const float bound2 = 1.0f / std::sqrt(27.0f);
+    const auto w = up.weight.to_vector();
+    CHECK(*std::max_element(w.begin(), w.end()) <= bound2);
+    CHECK(*std::max_element(w.begin(), w.end()) > 0.5f * bound2);
+    CHECK(ConvTranspose2d(2, 4, 3).to_string() == "ConvTranspose2d(2, 4, kernel_size=(3, 3), stride=(1, 1))");
+    CHECK(ConvTranspose2d(ConvTranspose2dOptions{.in_channels = 2, .out_channels = 4, .kernel_size = {3, 2}, .stride = 2,
+                                                 .padding = 1, .output_padding = 1, .groups = 2, .bias = false,
+                                                 .dilation = 2})
+              .to_string() == "ConvTranspose2d(2, 4, kernel_size=(3, 2), stride=(2, 2), padding=(1, 1), dilation=(2, 2), "
+                              "output_padding=(1, 1), groups=2, bias=False)");
+    const Tensor x2 = rand({2, 4, 3, 5});
+    CHECK(up(x2).shape() == Shape{2, 6, 5, 7});
+    CHECK(test::bit_equal(up(x2), conv_transpose2d(x2, up.weight, up.bias, 1, 0, 0, 2)));
+    // conv_transpose2d is conv2d's input gradient: <conv2d(y, W), x> = <y, conv_transpose2d(x, W)>.
+    Generator gen(3);
+    const Tensor y = randn({2, 6, 5, 7}, gen), xs = randn({2, 4, 3, 5}, gen);
+    const Tensor weight = randn({4, 3, 3, 3}, gen);
+    const double lhs = sum(mul(conv2d(y, weight, {}, 1, 0, 1, 2), xs)).item<double>();
+    const double rhs = sum(mul(y, conv_transpose2d(xs, weight, {}, 1, 0, 0, 2))).item<double>();
+    CHECK(std::abs(lhs - rhs) <= 1e-4 * (1.0 + std::abs(lhs)));
+}
+
+TEST_CASE("1-D pools, AdaptiveMaxPool2d, padding and Upsample: PyTorch's repr and forward", "[nn][pooling]") {
+    CHECK(MaxPool1d(3).to_string() == "MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)");
+    CHECK(MaxPool1d(MaxPool1dOptions{.kernel_size = 3, .stride = 2, .padding = 1, .dilation = 2}).to_string() ==
+          "MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=2, ceil_mode=False)");
+    CHECK(AvgPool1d(3).to_string() == "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))");
+    CHECK(AvgPool1d(AvgPool1dOptions{.kernel_size = 3, .stride = 2, .padding = 1, .count_include_pad = false})
+              .to_string() == "AvgPool1d(kernel_size=(3,), stride=(2,), padding=(1,))");
+    CHECK(AdaptiveAvgPool1d(4).to_string() == "AdaptiveAvgPool1d(output_size=4)");
+    CHECK(AdaptiveMaxPool1d(5).to_string() == "AdaptiveMaxPool1d(output_size=5)");
+    CHECK(AdaptiveMaxPool2d(3).to_string() == "AdaptiveMaxPool2d(output_size=3)");
+    CHECK(AdaptiveMaxPool2d({2, 3}).to_string() == "AdaptiveMaxPool2d(output_size=(2, 3))");
+    CHECK(ZeroPad2d(2).to_string() == "ZeroPad2d((2, 2, 2, 2))");
+    CHECK(ZeroPad2d({1, 2, 3, 4}).to_string() == "ZeroPad2d((1, 2, 3, 4))");
+    CHECK(ConstantPad1d({2}, 3.5).to_string() == "ConstantPad1d(padding=(2, 2), value=3.5)");
+    CHECK(ConstantPad2d(1).to_string() == "ConstantPad2d(padding=(1, 1, 1, 1), value=0.0)");
+    CHECK(ReflectionPad1d(2).to_string() == "ReflectionPad1d((2, 2))");
+    CHECK(ReflectionPad2d({1, 1, 2, 0}).to_string() == "ReflectionPad2d((1, 1, 2, 0))");
+    CHECK(ReplicationPad1d({1, 2}).to_string() == "ReplicationPad1d((1, 2))");
+    CHECK(ReplicationPad2d(1).to_string() == "ReplicationPad2d((1, 1, 1, 1))");
+    CHECK_THROWS_WITH(ReflectionPad2d({1, 2, 3}), Catch::Contains("ReflectionPad2d: padding takes one size or 4"));
+    CHECK(Upsample(UpsampleOptions{.scale_factor = std::vector<double>{2}}).to_string() ==
+          "Upsample(scale_factor=2.0, mode=nearest)");
+    CHECK(Upsample(UpsampleOptions{.size = std::vector<int64_t>{3, 4}, .mode = "bilinear", .align_corners = true})
+              .to_string() == "Upsample(size=(3, 4), mode=bilinear)");
+    CHECK(Upsample(UpsampleOptions{.scale_factor = std::vector<double>{2, 3}}).to_string() ==
+          "Upsample(scale_factor=(2.0, 3.0), mode=nearest)");
+    CHECK_THROWS_WITH(Upsample(), Catch::Contains("Upsample: give exactly one of size and scale_factor"));
+    CHECK(KLDivLoss().options().reduction.reduction == kMean);
+
+    const Tensor x = rand({2, 3, 7, 6});
+    const Tensor s = rand({2, 3, 9});
+    CHECK(test::bit_equal(MaxPool1d(MaxPool1dOptions{.kernel_size = 3, .stride = 2, .padding = 1})(s),
+                          max_pool1d(s, 3, 2, 1)));
+    CHECK(std::get<1>(MaxPool1d(2).forward_with_indices(s)).dtype() == kInt64);
+    CHECK(test::bit_equal(AvgPool1d(3)(s), avg_pool1d(s, 3)));
+    CHECK(test::bit_equal(AdaptiveAvgPool1d(4)(s), adaptive_avg_pool1d(s, 4)));
+    CHECK(test::bit_equal(AdaptiveMaxPool1d(4)(s), adaptive_max_pool1d(s, 4)));
+    CHECK(test::bit_equal(AdaptiveMaxPool2d({2, 3})(x), adaptive_max_pool2d(x, {2, 3})));
+    CHECK(AdaptiveMaxPool2d(1)(x).shape() == Shape{2, 3, 1, 1});
+    require_close(AdaptiveMaxPool2d(1)(x).view({2, 3}), amax(x, {2, 3}), 0.0, "global max pooling");
+    CHECK(test::bit_equal(ReflectionPad2d({1, 2, 0, 3})(x), pad(x, {1, 2, 0, 3}, "reflect")));
+    CHECK(test::bit_equal(ConstantPad1d({2}, -1.0)(s), pad(s, {2, 2}, "constant", -1.0)));
+    CHECK(test::bit_equal(Upsample(UpsampleOptions{.scale_factor = std::vector<double>{2}, .mode = "bilinear"})(x),
+                          interpolate(x, {.scale_factor = std::vector<double>{2}, .mode = "bilinear"})));
+    // The layers' gradients.
+    Generator gen(5);
+    const Tensor xg = randn({2, 2, 5, 4}, gen).requires_grad_();
+    Upsample bilinear(UpsampleOptions{.size = std::vector<int64_t>{7, 3}, .mode = "bilinear", .align_corners = true});
+    require_gradcheck(gradcheck(bilinear, xg));
+    ReplicationPad2d replicate({2, 1, 0, 3});
+    require_gradcheck(gradcheck(replicate, xg));
+    ConvTranspose2d up(ConvTranspose2dOptions{.in_channels = 2, .out_channels = 3, .kernel_size = 3, .stride = 2,
+                                              .padding = 1, .output_padding = 1});
+    require_gradcheck(gradcheck(up, xg));
+    Conv1d conv(Conv1dOptions{.in_channels = 2, .out_channels = 3, .kernel_size = 3, .padding = "same"});
+    require_gradcheck(gradcheck(conv, randn({2, 2, 6}, gen).requires_grad_()));
+}
+
 TEST_CASE("the issue-12 CNN: PyTorch's repr and state_dict with every normalisation, and it trains", "[nn][conv]") {
     const auto g = test::golden("conv_norm.safetensors");
     for (const std::string norm : {"batch", "group", "layer", "instance", "none"}) {

@@ -291,3 +291,51 @@ TEST_CASE("modules: Sequential moves temporaries, shares shared_ptrs, copies onl
     nested.push_back(as_const.clone());
     CHECK(nested.at<Sequential>(0)->size() == 4);
 }
+
+TEST_CASE("channel dropout: whole channels, torch's scale, the seed's mask, eval", "[nn][modules][dropout]") {
+    Generator gen(11);
+    const Tensor x = rand({200, 50, 3, 4}, gen) + 1.0f;  // no zeros of its own
+    const Tensor y = dropout2d(x, 0.3, true, gen);
+    const auto xs = x.to_vector(), ys = y.to_vector();
+    int64_t dropped = 0, wrong = 0;
+    const float scale = 1.0f / 0.7f;
+    for (int64_t c = 0; c < 200 * 50; ++c) {
+        const bool zero = ys[static_cast<size_t>(c * 12)] == 0.0f;
+        dropped += zero;
+        for (int64_t k = 0; k < 12; ++k) {
+            const auto i = static_cast<size_t>(c * 12 + k);
+            wrong += zero ? ys[i] != 0.0f : ys[i] != xs[i] * scale;
+        }
+    }
+    CHECK(wrong == 0);
+    // 3,000 channels expected, standard deviation sqrt(1e4 * 0.3 * 0.7) = 46.
+    CHECK(std::abs(static_cast<double>(dropped) - 3000.0) < 5 * 46.0);
+    // The same seed, the same channels; the gradient goes through the kept channels, scaled.
+    Generator a(3), b(3);
+    Tensor leaf = x.detach().requires_grad_();
+    const Tensor z = dropout2d(leaf, 0.5, true, a);
+    CHECK(test::bit_equal(z, dropout2d(x, 0.5, true, b)));
+    z.backward(ones(z.shape()));
+    const auto g = leaf.grad().to_vector(), zs = z.to_vector();
+    for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == (zs[i] == 0.0f ? 0.0f : 2.0f));
+    // The ranks torch takes: dropout1d [C, L] and dropout3d [C, D, H, W] are one sample.
+    const Tensor unbatched = dropout1d(ones({1000, 4}), 0.5, true, gen);
+    CHECK(unbatched.shape() == Shape{1000, 4});
+    const auto u = unbatched.to_vector();
+    for (size_t c = 0; c < 1000; ++c) CHECK(u[c * 4] == u[c * 4 + 3]);
+    CHECK_THROWS_WITH(dropout1d(ones({2, 3, 4, 5})), Catch::Contains("dropout1d: Expected 2D or 3D input, but received a 4D input"));
+    CHECK_THROWS_WITH(dropout2d(ones({3})), Catch::Contains("Feature dropout requires at least 2 dimensions"));
+    CHECK_THROWS_WITH(feature_dropout(ones({3, 2}), 1.5), Catch::Contains("dropout probability has to be between 0 and 1"));
+
+    Dropout2d layer(0.25);
+    CHECK(layer.to_string() == "Dropout2d(p=0.25, inplace=False)");
+    CHECK(Dropout1d().to_string() == "Dropout1d(p=0.5, inplace=False)");
+    CHECK(Dropout3d(Dropout3dOptions{.p = 0.1}).to_string() == "Dropout3d(p=0.1, inplace=False)");
+    FeatureDropout old_name(0.5);  // libtorch 1.0-1.4's name, as the old cpp/mnist example wrote it
+    CHECK(old_name.to_string() == "Dropout2d(p=0.5, inplace=False)");
+    CHECK_FALSE(test::bit_equal(layer(x), x));
+    layer.eval();
+    CHECK(layer(x).impl_ptr() == x.impl_ptr());
+    CHECK_THROWS_WITH(Dropout2d(1.5), Catch::Contains("Dropout2d: dropout probability has to be between 0 and 1, but got 1.5"));
+    CHECK(std::dynamic_pointer_cast<Dropout2d>(layer.clone())->options().p == 0.25);
+}

@@ -1,6 +1,6 @@
 // The layer zoo in one include, by family as in torch.nn: linear, activation, normalisation,
-// convolution, pooling, dropout, loss and container modules, weight initialisation, and the
-// libtorch-style holders nn::Linear, ... (include/normnet/nn/).
+// convolution, pooling, padding, upsampling, dropout, loss and container modules, weight
+// initialisation, and the libtorch-style holders nn::Linear, ... (include/normnet/nn/).
 #pragma once
 
 #include "normnet/nn/activation.hpp"
@@ -14,6 +14,8 @@
 #include "normnet/nn/linear.hpp"
 #include "normnet/nn/loss.hpp"
 #include "normnet/nn/norm.hpp"
+#include "normnet/nn/padding.hpp"
 #include "normnet/nn/pooling.hpp"
 #include "normnet/nn/rnn.hpp"
 #include "normnet/nn/transformer.hpp"
+#include "normnet/nn/upsampling.hpp"

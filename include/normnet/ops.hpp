@@ -602,6 +602,20 @@ NORMNET_API Tensor kl_div(const Tensor& input, const Tensor& target, const KLDiv
 /// whatever the thread count. Returns x itself when not training, when p is 0 or x is empty.
 NORMNET_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
                            Generator& gen = default_generator());
+/// Dropout of whole channels: in training, each (sample, channel) slice x[n, c] is zeroed with
+/// probability p and the others scaled by 1 / (1 - p) (torch.feature_dropout; x has >= 2 dims).
+NORMNET_API Tensor feature_dropout(const Tensor& x, double p = 0.5, bool training = true,
+                                   Generator& gen = default_generator());
+/// feature_dropout of [N, C, L], or of an unbatched [C, L] (torch.nn.functional.dropout1d).
+NORMNET_API Tensor dropout1d(const Tensor& x, double p = 0.5, bool training = true,
+                             Generator& gen = default_generator());
+/// feature_dropout of [N, C, H, W] (torch.nn.functional.dropout2d; as torch 1.13's Python, an
+/// input of other rank is read as [N, C, ...] too, a 3-D one as [N, C, L]).
+NORMNET_API Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true,
+                             Generator& gen = default_generator());
+/// feature_dropout of [N, C, D, H, W], or of an unbatched [C, D, H, W] (torch.nn.functional.dropout3d).
+NORMNET_API Tensor dropout3d(const Tensor& x, double p = 0.5, bool training = true,
+                             Generator& gen = default_generator());
 
 // ---- random.cpp ----------------------------------------------------------------------------
 /// 1 with probability p (each element of `probabilities`, in [0, 1]), else 0: float32 of its shape,
@@ -694,6 +708,28 @@ struct Conv2dPadding {
 /// torch::conv2d, including padding "same" (torch's split: the odd one at the bottom/right).
 NORMNET_API Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, Size2 stride = 1,
                           Conv2dPadding padding = 0, Size2 dilation = 1, int64_t groups = 1);
+/// conv1d's padding: a size or "same" / "valid", as torch.
+struct Conv1dPadding {
+    Conv2dPadding::Mode mode = Conv2dPadding::Mode::sizes;
+    int64_t size = 0;
+    template <std::integral T>
+    constexpr Conv1dPadding(T v) : size(static_cast<int64_t>(v)) {}  // NOLINT: implicit on purpose
+    NORMNET_API Conv1dPadding(std::string_view mode);                // NOLINT
+    Conv1dPadding(const char* mode) : Conv1dPadding(std::string_view(mode)) {}        // NOLINT
+    Conv1dPadding(const std::string& mode) : Conv1dPadding(std::string_view(mode)) {}  // NOLINT
+};
+/// 1-D cross-correlation of input [N, C, L] (or unbatched [C, L]) with weight [OC, C / groups, K],
+/// plus bias [OC]: output [N, OC, OL], as torch::conv1d. Runs as conv2d on [N, C, 1, L] (the same
+/// lowering and products; nothing is copied for the extra dim).
+NORMNET_API Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, int64_t stride = 1,
+                          Conv1dPadding padding = 0, int64_t dilation = 1, int64_t groups = 1);
+/// The transposed 2-D convolution (torch::conv_transpose2d, the gradient of conv2d with respect to
+/// its input): input [N, C, H, W] (or [C, H, W]), weight [C, OC / groups, KH, KW], bias [OC]:
+/// output [N, OC, OH, OW], OH = (H - 1) * stride - 2 * padding + dilation * (KH - 1) +
+/// output_padding + 1 (likewise OW). output_padding must be smaller than the stride or the dilation.
+NORMNET_API Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                                    Size2 stride = 1, Size2 padding = 0, Size2 output_padding = 0,
+                                    int64_t groups = 1, Size2 dilation = 1);
 
 // ---- pooling.cpp: max, average and adaptive average pooling over [N, C, H, W] -----------------
 /// Maximum over each window of input [N, C, H, W] (or [C, H, W]); stride not given means
@@ -715,6 +751,45 @@ NORMNET_API Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, Size2 stri
 /// Mean over output_size (OH, OW) windows covering input [N, C, H, W] (or [C, H, W]): window i
 /// spans [floor(i * H / OH), ceil((i + 1) * H / OH)), as torch.
 NORMNET_API Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
+/// Maximum over output_size (OH, OW) adaptive windows (those of adaptive_avg_pool2d) of input
+/// [N, C, H, W] (or [C, H, W]); NaN propagates; the gradient goes to each window's maximum (the
+/// first in row-major order, the last NaN).
+NORMNET_API Tensor adaptive_max_pool2d(const Tensor& input, Size2 output_size);
+/// adaptive_max_pool2d and the int64 index of each maximum within its input plane (h * W + w).
+NORMNET_API std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input, Size2 output_size);
+// The 1-D pools run as their 2-D forms on [N, C, 1, L] views (exact: a window of height 1).
+/// max_pool2d over the last dim of [N, C, L] (or [C, L]), as torch::max_pool1d.
+NORMNET_API Tensor max_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                              int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
+/// max_pool1d and the int64 index of each maximum along L.
+NORMNET_API std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, int64_t kernel_size,
+                                                               std::optional<int64_t> stride = std::nullopt,
+                                                               int64_t padding = 0, int64_t dilation = 1,
+                                                               bool ceil_mode = false);
+/// avg_pool2d over the last dim of [N, C, L] (or [C, L]), as torch::avg_pool1d.
+NORMNET_API Tensor avg_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                              int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+/// adaptive_avg_pool2d over the last dim of [N, C, L] (or [C, L]).
+NORMNET_API Tensor adaptive_avg_pool1d(const Tensor& input, int64_t output_size);
+/// adaptive_max_pool2d over the last dim of [N, C, L] (or [C, L]).
+NORMNET_API Tensor adaptive_max_pool1d(const Tensor& input, int64_t output_size);
+
+// ---- upsample.cpp: interpolate ------------------------------------------------------------------
+/// Options of interpolate (torch::nn::functional::InterpolateFuncOptions): the output's spatial
+/// size or the factor to scale it by (exactly one; one value stands for every spatial dim).
+struct InterpolateFuncOptions {
+    std::optional<std::vector<int64_t>> size = std::nullopt;
+    std::optional<std::vector<double>> scale_factor = std::nullopt;
+    std::string mode = "nearest";  // "nearest" (3-5-D input), "linear" (3-D), "bilinear" (4-D)
+    std::optional<bool> align_corners = std::nullopt;  // linear modes only; unset is false
+    /// With a scale_factor: true interpolates by the output size computed from it (in / out),
+    /// unset or false by the factor itself (torch's default).
+    std::optional<bool> recompute_scale_factor = std::nullopt;
+};
+/// The spatial dims of input [N, C, *] resized as torch.nn.functional.interpolate: nearest
+/// neighbour (torch's legacy "nearest": source floor(o * in / out)), linear or bilinear, with or
+/// without align_corners; differentiable.
+NORMNET_API Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options);
 
 // ---- rnn.cpp: recurrent layers, fused over the whole sequence ---------------------------------
 /// One LSTM layer (torch.nn.LSTM's cell, gates i, f, g, o) over a batch-first sequence input

@@ -40,6 +40,8 @@ Conv2dPadding::Conv2dPadding(std::string_view mode) {
     }
 }
 
+Conv1dPadding::Conv1dPadding(std::string_view mode) : mode(Conv2dPadding(mode).mode) {}
+
 namespace detail {
 namespace {
 
@@ -356,6 +358,63 @@ public:
     }
 };
 
+// conv_transpose2d is conv2d's input gradient: with the geometry of the convolution that maps its
+// output [N, OC, OH, OW] to its input [N, C, H, W] (weight [C, OC/g, KH, KW] is that convolution's
+// [OC', C'/g, KH, KW]), its forward is conv2d_backward's dinp path (col = weight^T x, col2im), its
+// input gradient conv2d_forward of dy, and its weight gradient conv2d_backward's dweight path with
+// x as the "dy" and dy as the "input".
+class ConvTransposeBackward final : public OpNode {
+public:
+    ConvGeometry g;  // of the convolution from this op's output to its input
+    const char* name() const override { return "ConvolutionBackward0"; }
+    void backward(const Tensor& dout) override {
+        const Tensor &x = saved(0), &weight = saved(1);
+        const GradOut dx = grad_out(0), dw = grad_out(1), db = grad_out(2);
+        const int64_t wsize = g.OC * g.Kg(), lowered = scratch_per_thread(g);
+        const int threads = block_threads(ceil_div(g.N, g.block()));
+        const int64_t per = lowered + wsize;
+        const Tensor scratch = empty({threads, per});
+        float* base = scratch.data();
+        // dx as conv2d's output: written, so a gradient that holds values gets it through a copy.
+        const Tensor dx_new = dx && !dx.fresh ? empty({g.N, g.OC, g.OH, g.OW}) : Tensor();
+        float* dx_to = dx ? (dx.fresh ? dx.data : dx_new.data()) : nullptr;
+        for_each_block(g, [&](int t, int64_t n0, int64_t nb, bool first) {
+            float* mine = base + t * per;
+            const float* dy = dout.data() + n0 * g.image();
+            if (dx_to) conv2d_forward(dx_to + n0 * g.OC * g.P(), mine, tmp_of(mine, g), dy, weight.data(), nullptr, g, nb);
+            if (dw) {
+                float* wsum = t == 0 ? dw.data : mine + lowered;
+                const float beta_w = !first ? 1.0f : t == 0 ? dw.beta() : 0.0f;
+                conv2d_backward<Overwrite>(nullptr, wsum, beta_w, nullptr, mine, tmp_of(mine, g),
+                                           x.data() + n0 * g.OC * g.P(), dy, weight.data(), g, nb);
+            }
+        });
+        if (dx_new.defined()) {
+            for (int64_t i = 0; i < dx_new.numel(); ++i) dx.data[i] += dx_new.data()[i];
+        }
+        if (dw) {
+            if (g.N == 0 && dw.fresh) std::fill(dw.data, dw.data + wsize, 0.0f);
+            for (int t = 1; t < threads; ++t) {
+                const float* s = base + t * per + lowered;
+                for (int64_t i = 0; i < wsize; ++i) dw.data[i] += s[i];
+            }
+        }
+        if (db) {
+            std::vector<float> sums(static_cast<size_t>(g.C), 0.0f);
+            const int64_t plane = g.H * g.W;
+            for (int64_t n = 0; n < g.N; ++n) {
+                for (int64_t c = 0; c < g.C; ++c) {
+                    const float* r = dout.data() + (n * g.C + c) * plane;
+                    double s = 0.0;
+                    for (int64_t i = 0; i < plane; ++i) s += r[i];
+                    sums[static_cast<size_t>(c)] += static_cast<float>(s);
+                }
+            }
+            db.store(sums.data(), g.C);
+        }
+    }
+};
+
 }  // namespace
 }  // namespace detail
 
@@ -425,6 +484,94 @@ Tensor conv2d(const Tensor& input, const Tensor& weight_in, const Tensor& bias_i
                                weight.data(), bias.defined() ? bias.data() : nullptr, g, nb);
     });
     if (auto* node = detail::record<detail::ConvolutionBackward>(out, {x, weight, bias}, {x, weight})) node->g = g;
+    return out;
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, Conv1dPadding padding,
+              int64_t dilation, int64_t groups) {
+    NORMNET_CHECK(input.dim() == 2 || input.dim() == 3,
+                  "conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: ", input.shape());
+    NORMNET_CHECK(weight.dim() == 3, "conv1d: expected weight of shape [out_channels, in_channels / groups, kW], got ",
+                  weight.shape());
+    Conv2dPadding pad2 = Size2{0, padding.size};
+    pad2.mode = padding.mode;
+    const Tensor out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, Size2{1, stride}, pad2,
+                              Size2{1, dilation}, groups);
+    return out.squeeze(-2);
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight_in, const Tensor& bias_in, Size2 stride, Size2 padding,
+                        Size2 output_padding, int64_t groups, Size2 dilation) {
+    for (const Tensor* t : {&input, &weight_in, &bias_in}) {
+        NORMNET_CHECK(!t->defined() || t->dtype() == kFloat32, "conv_transpose2d: expected float32 tensors, got ",
+                      t->dtype());
+    }
+    NORMNET_CHECK(input.dim() == 3 || input.dim() == 4,
+                  "conv_transpose2d: Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input "
+                  "of size: ", input.shape());
+    if (input.dim() == 3) {
+        const Tensor out = conv_transpose2d(input.unsqueeze(0), weight_in, bias_in, stride, padding, output_padding,
+                                            groups, dilation);
+        return out.squeeze(0);
+    }
+    NORMNET_CHECK(weight_in.dim() == 4, "conv_transpose2d: expected weight of shape [in_channels, out_channels / groups, "
+                  "kH, kW], got ", weight_in.shape());
+    NORMNET_CHECK(groups > 0, "conv_transpose2d: non-positive groups is not supported");
+    NORMNET_CHECK(stride.h > 0 && stride.w > 0, "conv_transpose2d: non-positive stride is not supported");
+    NORMNET_CHECK(dilation.h > 0 && dilation.w > 0, "conv_transpose2d: dilation should be greater than zero");
+    NORMNET_CHECK(padding.h >= 0 && padding.w >= 0, "conv_transpose2d: negative padding is not supported");
+    NORMNET_CHECK(output_padding.h >= 0 && output_padding.w >= 0 &&
+                      (output_padding.h < stride.h || output_padding.h < dilation.h) &&
+                      (output_padding.w < stride.w || output_padding.w < dilation.w),
+                  "conv_transpose2d: output padding must be smaller than either stride or dilation, but got "
+                  "output_padding (", output_padding.h, ", ", output_padding.w, "), stride (", stride.h, ", ", stride.w,
+                  "), dilation (", dilation.h, ", ", dilation.w, ")");
+    const int64_t C = input.size(1);
+    NORMNET_CHECK(weight_in.size(0) == C, "conv_transpose2d: Given transposed=1, weight of size ", weight_in.shape(),
+                  ", expected input", input.shape(), " to have ", weight_in.size(0), " channels, but got ", C,
+                  " channels instead");
+    NORMNET_CHECK(C % groups == 0, "conv_transpose2d: Given groups=", groups, ", expected weight to be divisible by ",
+                  groups, " at dimension 0, but got weight of size ", weight_in.shape(), " instead");
+    const int64_t OC = weight_in.size(1) * groups;
+    NORMNET_CHECK(!bias_in.defined() || (bias_in.dim() == 1 && bias_in.size(0) == OC),
+                  "conv_transpose2d: Given transposed=1, weight of size ", weight_in.shape(),
+                  ", expected bias to be 1-dimensional with ", OC, " elements, but got bias of size ", bias_in.shape(),
+                  " instead");
+    NORMNET_CHECK(input.size(0) == 0 || C == 0 || (input.size(2) > 0 && input.size(3) > 0),
+                  "conv_transpose2d: Only zero batch or zero channel inputs are supported, but got input shape: ",
+                  input.shape());
+    // The convolution from this op's output [N, OC, OH, OW] back to its input [N, C, H, W].
+    detail::ConvGeometry g;
+    g.N = input.size(0), g.C = OC, g.OC = C, g.KH = weight_in.size(2), g.KW = weight_in.size(3);
+    g.sh = stride.h, g.sw = stride.w, g.ph = padding.h, g.pw = padding.w, g.dh = dilation.h, g.dw = dilation.w;
+    g.groups = groups, g.OH = input.size(2), g.OW = input.size(3);
+    g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + output_padding.h + 1;
+    g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + output_padding.w + 1;
+    NORMNET_CHECK(g.H > 0 && g.W > 0, "conv_transpose2d: Given input size per channel: (", g.OH, " x ", g.OW,
+                  "). Calculated output size per channel: (", g.H, " x ", g.W, "). Output size is too small");
+
+    const Tensor x = input.contiguous(), weight = weight_in.contiguous();
+    const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+    Tensor out = empty({g.N, g.C, g.H, g.W});
+    const int64_t per = detail::scratch_per_thread(g);
+    const Tensor scratch = empty({detail::block_threads(detail::ceil_div(g.N, g.block())), per});
+    detail::for_each_block(g, [&](int t, int64_t n0, int64_t nb, bool) {
+        float* col = scratch.data() + t * per;
+        float* o = out.data() + n0 * g.image();
+        detail::conv2d_backward<detail::Overwrite>(o, nullptr, 0.0f, nullptr, col, detail::tmp_of(col, g),
+                                                   x.data() + n0 * g.OC * g.P(), nullptr, weight.data(), g, nb);
+        if (bias.defined()) {
+            const int64_t plane = g.H * g.W;
+            for (int64_t n = 0; n < nb; ++n) {
+                for (int64_t c = 0; c < g.C; ++c) {
+                    float* p = o + (n * g.C + c) * plane;
+                    const float b = bias.data()[c];
+                    for (int64_t i = 0; i < plane; ++i) p[i] += b;
+                }
+            }
+        }
+    });
+    if (auto* node = detail::record<detail::ConvTransposeBackward>(out, {x, weight, bias}, {x, weight})) node->g = g;
     return out;
 }
 

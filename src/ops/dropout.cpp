@@ -88,4 +88,42 @@ Tensor dropout(const Tensor& x_in, double p, bool training, Generator& gen) {
     return y;
 }
 
+// ---- feature dropout -----------------------------------------------------------------------------
+// Whole channels dropped: x * noise, noise [N, C, 1, ...] drawn as dropout of ones (0 or 1 / (1 - p),
+// as torch's feature_dropout). A composition: dropout's mask and the broadcasting product carry
+// the gradient.
+
+Tensor feature_dropout(const Tensor& x, double p, bool training, Generator& gen) {
+    NORMNET_CHECK(x.dtype() == kFloat32, "feature_dropout: expected a float32 tensor, got ", x.dtype());
+    NORMNET_CHECK(p >= 0.0 && p <= 1.0, "feature_dropout: dropout probability has to be between 0 and 1, but got ", p);
+    // As torch, the rank is checked only where a mask is drawn: p 0 or 1, eval and empty inputs take any.
+    if (!training || p == 0.0 || x.numel() == 0) return x;
+    if (p == 1.0) return mul(x, zeros({}));  // x * 0: NaN and inf give NaN, as torch
+    NORMNET_CHECK(x.dim() >= 2, "feature_dropout: Feature dropout requires at least 2 dimensions in the input, got ",
+                  x.shape());
+    Shape noise_shape(std::vector<int64_t>(static_cast<size_t>(x.dim()), 1));
+    noise_shape[0] = x.size(0), noise_shape[1] = x.size(1);
+    const Tensor noise = dropout(ones(noise_shape), p, true, gen);
+    return mul(x, noise);
+}
+
+Tensor dropout1d(const Tensor& x, double p, bool training, Generator& gen) {
+    NORMNET_CHECK(p >= 0.0 && p <= 1.0, "dropout1d: dropout probability has to be between 0 and 1, but got ", p);
+    NORMNET_CHECK(x.dim() == 2 || x.dim() == 3, "dropout1d: Expected 2D or 3D input, but received a ", x.dim(),
+                  "D input (", x.shape(), ")");
+    if (x.dim() == 3) return feature_dropout(x, p, training, gen);
+    return feature_dropout(x.unsqueeze(0), p, training, gen).squeeze(0);  // unbatched [C, L]
+}
+
+Tensor dropout2d(const Tensor& x, double p, bool training, Generator& gen) {
+    NORMNET_CHECK(p >= 0.0 && p <= 1.0, "dropout2d: dropout probability has to be between 0 and 1, but got ", p);
+    return feature_dropout(x, p, training, gen);  // as torch 1.13's Python: any input is [N, C, ...]
+}
+
+Tensor dropout3d(const Tensor& x, double p, bool training, Generator& gen) {
+    NORMNET_CHECK(p >= 0.0 && p <= 1.0, "dropout3d: dropout probability has to be between 0 and 1, but got ", p);
+    if (x.dim() == 5) return feature_dropout(x, p, training, gen);
+    return feature_dropout(x.unsqueeze(0), p, training, gen).squeeze(0);  // unbatched [C, D, H, W]
+}
+
 }  // namespace normnet

@@ -1,5 +1,6 @@
 // Pooling over the planes of [N, C, H, W]: max_pool2d (with or without indices), avg_pool2d,
-// adaptive_avg_pool2d, each with its backward. Every (sample, channel) plane is independent;
+// adaptive_avg_pool2d, adaptive_max_pool2d, each with its backward; the 1-D pools as these on
+// [N, C, 1, L] views. Every (sample, channel) plane is independent;
 // planes are split between threads outside the kernels. Windows, output sizes, padding rules
 // and divisors follow torch's CPU kernels. max_pool2d keeps no int64 index per output alive
 // between forward and backward: for 2x2 windows (the CNNs' pooling) the forward keeps each
@@ -546,6 +547,67 @@ public:
     }
 };
 
+// ---- adaptive_max_pool2d ----------------------------------------------------------------------
+
+// out, idx: [OH, OW] = the maxima of the adaptive windows of the plane x: [H, W] and their
+// indices ih * W + iw; as torch's kernel, an element is taken when greater than the maximum so
+// far or NaN
+void adaptive_max_pool2d_forward(float* __restrict out, int64_t* __restrict idx, const float* __restrict x,
+                                 const PoolGeometry& g) {
+    for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t h0 = window_start(oh, g.OH, g.H), h1 = window_end(oh, g.OH, g.H);
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+            const int64_t w0 = window_start(ow, g.OW, g.W), w1 = window_end(ow, g.OW, g.W);
+            float m = -std::numeric_limits<float>::infinity();
+            int64_t at = h0 * g.W + w0;
+            for (int64_t ih = h0; ih < h1; ++ih) {
+                for (int64_t iw = w0; iw < w1; ++iw) {
+                    const float v = x[ih * g.W + iw];
+                    if (v > m || v != v) m = v, at = ih * g.W + iw;
+                }
+            }
+            out[oh * g.OW + ow] = m;
+            idx[oh * g.OW + ow] = at;
+        }
+    }
+}
+
+class AdaptiveMaxPool2DBackward final : public OpNode {
+public:
+    PoolGeometry g;
+    const char* name() const override { return "AdaptiveMaxPool2DBackward0"; }
+    void backward(const Tensor& dout) override {
+        const GradOut dx = grad_out(0);
+        if (!dx) return;
+        const int64_t* idx = saved(0).data_ptr<int64_t>();
+        backward_by_plane(dx, dout, g, [&]<class Store>(float* d, const float* dy, int64_t p) {
+            if (Store::beta == 0.0f) std::fill(d, d + g.plane(), 0.0f);
+            const int64_t* i = idx + p * g.out_plane();
+            for (int64_t o = 0; o < g.out_plane(); ++o) d[i[o]] += dy[o];
+        });
+    }
+};
+
+// The geometry of an adaptive pool of input [N, C, H, W] (or [C, H, W]) to output_size. As torch
+// 1.13, the average pool needs non-empty H and W only (an empty C gives an empty output), the max
+// pool every dim after the first.
+PoolGeometry adaptive_geometry(const Tensor& input, Size2 output_size, const char* op, bool spatial_only = false) {
+    NORMNET_CHECK(input.dtype() == kFloat32, op, ": expected a float32 tensor, got ", input.dtype());
+    NORMNET_CHECK(input.dim() == 3 || input.dim() == 4, op, ": Expected 3D or 4D tensor, but got input of shape ",
+                  input.shape());
+    for (int d = spatial_only ? input.dim() - 2 : 1; d < input.dim(); ++d) {
+        NORMNET_CHECK(input.size(d) > 0, op, ": Expected input to have non-zero size for non-batch dimensions, but "
+                      "input has sizes ", input.shape(), " with dimension ", d, " being empty");
+    }
+    NORMNET_CHECK(output_size.h >= 0 && output_size.w >= 0, op, ": output_size ", output_size.h, "x", output_size.w,
+                  " must not be negative");
+    PoolGeometry g;
+    g.H = input.size(-2), g.W = input.size(-1);
+    g.N = input.numel() / (g.H * g.W);
+    g.OH = output_size.h, g.OW = output_size.w;
+    return g;
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -576,19 +638,7 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, Size2 stride, Size2 pa
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
-    NORMNET_CHECK(input.dtype() == kFloat32, "adaptive_avg_pool2d: expected a float32 tensor, got ", input.dtype());
-    NORMNET_CHECK(input.dim() == 3 || input.dim() == 4,
-                  "adaptive_avg_pool2d: Expected 3D or 4D tensor, but got input of shape ", input.shape());
-    for (int d = 1; d < input.dim(); ++d) {
-        NORMNET_CHECK(input.size(d) > 0, "adaptive_avg_pool2d: Expected input to have non-zero size for non-batch "
-                      "dimensions, but input has sizes ", input.shape(), " with dimension ", d, " being empty");
-    }
-    NORMNET_CHECK(output_size.h >= 0 && output_size.w >= 0, "adaptive_avg_pool2d: output_size ", output_size.h, "x",
-                  output_size.w, " must not be negative");
-    detail::PoolGeometry g;
-    g.H = input.size(-2), g.W = input.size(-1);
-    g.N = input.numel() / (g.H * g.W);
-    g.OH = output_size.h, g.OW = output_size.w;
+    const detail::PoolGeometry g = detail::adaptive_geometry(input, output_size, "adaptive_avg_pool2d", true);
     const Tensor x = input.contiguous();
     Tensor out = empty(detail::pooled_shape(x, g.OH, g.OW));
     detail::for_each_plane(g, [&](int64_t p) {
@@ -596,6 +646,65 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
     });
     if (auto* node = detail::record<detail::AdaptiveAvgPool2DBackward>(out, {x})) node->g = g;
     return out;
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input, Size2 output_size) {
+    const detail::PoolGeometry g = detail::adaptive_geometry(input, output_size, "adaptive_max_pool2d");
+    const Tensor x = input.contiguous();
+    Tensor out = empty(detail::pooled_shape(x, g.OH, g.OW)), indices = empty(out.shape(), kInt64);
+    detail::for_each_plane(g, [&](int64_t p) {
+        detail::adaptive_max_pool2d_forward(out.data() + p * g.out_plane(),
+                                            indices.data_ptr<int64_t>() + p * g.out_plane(), x.data() + p * g.plane(), g);
+    });
+    if (auto* node = detail::record<detail::AdaptiveMaxPool2DBackward>(out, {x}, {indices})) node->g = g;
+    return {out, indices};
+}
+
+Tensor adaptive_max_pool2d(const Tensor& input, Size2 output_size) {
+    return std::get<0>(adaptive_max_pool2d_with_indices(input, output_size));
+}
+
+// ---- 1-D pools: the 2-D ones on [N, C, 1, L] ----------------------------------------------------
+
+namespace {
+
+// input [N, C, L] or [C, L] as [N, C, 1, L] or [C, 1, L], checked as torch's 1-D pools.
+Tensor as_planes(const Tensor& input, const char* op) {
+    NORMNET_CHECK(input.dim() == 2 || input.dim() == 3, op, ": Expected 2D or 3D (batch mode) tensor for input, but got ",
+                  input.shape());
+    return input.unsqueeze(-2);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride,
+                                                   int64_t padding, int64_t dilation, bool ceil_mode) {
+    auto [out, indices] = max_pool2d_with_indices(as_planes(input, "max_pool1d"), Size2{1, kernel_size},
+                                                  Size2{1, stride.value_or(kernel_size)}, Size2{0, padding},
+                                                  Size2{1, dilation}, ceil_mode);
+    return {out.squeeze(-2), indices.squeeze(-2)};
+}
+
+Tensor max_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride, int64_t padding,
+                  int64_t dilation, bool ceil_mode) {
+    return max_pool2d(as_planes(input, "max_pool1d"), Size2{1, kernel_size}, Size2{1, stride.value_or(kernel_size)},
+                      Size2{0, padding}, Size2{1, dilation}, ceil_mode)
+        .squeeze(-2);
+}
+
+Tensor avg_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride, int64_t padding,
+                  bool ceil_mode, bool count_include_pad) {
+    return avg_pool2d(as_planes(input, "avg_pool1d"), Size2{1, kernel_size}, Size2{1, stride.value_or(kernel_size)},
+                      Size2{0, padding}, ceil_mode, count_include_pad)
+        .squeeze(-2);
+}
+
+Tensor adaptive_avg_pool1d(const Tensor& input, int64_t output_size) {
+    return adaptive_avg_pool2d(as_planes(input, "adaptive_avg_pool1d"), Size2{1, output_size}).squeeze(-2);
+}
+
+Tensor adaptive_max_pool1d(const Tensor& input, int64_t output_size) {
+    return adaptive_max_pool2d(as_planes(input, "adaptive_max_pool1d"), Size2{1, output_size}).squeeze(-2);
 }
 
 }  // namespace normnet

@@ -1499,6 +1499,187 @@ row("nn", "adaptive_avg_pool2d", "F.adaptive_avg_pool2d", lambda x, output_size:
     + [Sample([viewed(g, [1, 2, 6, 6], "T", g.randn)], {"output_size": 3})])
 
 
+def conv1d_torch(x, w, *b, stride, padding, dilation, groups, bias):
+    return F.conv1d(x, w, b[0] if bias else None, stride, padding, dilation, groups)
+
+
+CONV1D_CASES = [  # x shape, (OC, C/groups, K), stride, padding, dilation, groups, bias
+    ([2, 3, 9], [4, 3, 3], 1, 0, 1, 1, True), ([1, 2, 8], [3, 2, 2], 2, 1, 1, 1, False), ([2, 4, 7], [4, 2, 3], 2, 2, 1, 2, True),
+    ([1, 3, 9], [3, 1, 3], 1, 2, 2, 3, True), ([2, 2, 6], [3, 2, 4], 1, "same", 2, 1, True), ([1, 2, 5], [2, 2, 3], 1, "valid", 1, 1, False),
+    ([3, 5], [2, 3, 3], 1, 1, 1, 1, True), ([0, 2, 4], [3, 2, 3], 1, 0, 1, 1, True), ([2, 3, 1], [2, 3, 1], 1, 0, 1, 1, True),
+    # torch raises:
+    ([1, 3, 5], [2, 2, 3], 1, 0, 1, 1, True), ([1, 2, 2], [2, 2, 3], 1, 0, 1, 1, True), ([1, 2, 5], [2, 2, 3], 2, "same", 1, 1, True),
+    ([1, 2, 5, 5], [2, 2, 3], 1, 0, 1, 1, False), ([1, 2, 5], [2, 2, 3, 3], 1, 0, 1, 1, False)]
+
+
+def conv1d_samples(g):
+    out = []
+    for xs, ws, stride, padding, dilation, groups, bias in CONV1D_CASES:
+        ins = [g.randn(xs), g.randn(ws) * 0.5] + ([g.randn([ws[0]])] if bias else [])
+        out.append(Sample(ins, {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups, "bias": bias}))
+    out.append(Sample([viewed(g, [2, 3, 6], "permute", g.randn), viewed(g, [4, 3, 3], "narrow", g.randn)],
+                      {"stride": 1, "padding": 1, "dilation": 1, "groups": 1, "bias": False}))
+    out.append(Sample([g.special([1, 1, 8]), g.randn([1, 1, 2])],
+                      {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": False}, "special"))
+    return out
+
+
+row("nn", "conv1d", "F.conv1d", conv1d_torch, conv1d_samples)
+
+
+def conv_transpose2d_torch(x, w, *b, stride, padding, output_padding, groups, dilation, bias):
+    return F.conv_transpose2d(x, w, b[0] if bias else None, stride, padding, output_padding, groups, dilation)
+
+
+CONVT_CASES = [  # x shape, (C, OC/groups, KH, KW), stride, padding, output_padding, groups, dilation, bias
+    ([2, 3, 4, 5], [3, 4, 3, 3], 1, 0, 0, 1, 1, True), ([1, 2, 3, 3], [2, 3, 2, 2], 2, 0, 0, 1, 1, False),
+    ([2, 4, 3, 4], [4, 2, 3, 3], 2, 1, 1, 2, 1, True), ([1, 2, 4, 4], [2, 2, 3, 2], [2, 1], [1, 0], [1, 0], 1, 1, True),
+    ([1, 3, 3, 3], [3, 1, 3, 3], 1, 1, 0, 3, 2, True), ([2, 2, 3, 3], [2, 3, 3, 3], 1, 2, 1, 1, 2, True),
+    ([3, 2, 2], [3, 2, 2, 2], 2, 0, 0, 1, 1, True), ([0, 2, 3, 3], [2, 3, 3, 3], 1, 0, 0, 1, 1, True),
+    ([2, 3, 1, 1], [3, 2, 1, 1], 1, 0, 0, 1, 1, True), ([1, 2, 6, 6], [2, 3, 1, 1], 1, 0, 0, 1, 1, True),
+    ([1, 2, 6, 6], [2, 3, 1, 1], 2, 0, 1, 1, 1, False),
+    # torch raises:
+    ([1, 3, 3, 3], [2, 2, 3, 3], 1, 0, 0, 1, 1, True), ([1, 2, 3, 3], [2, 2, 3, 3], 1, 0, 1, 1, 1, True),
+    ([1, 2, 2, 2], [2, 2, 3, 3], 1, 3, 0, 1, 1, True), ([1, 3, 3, 3], [3, 2, 3, 3], 1, 0, 0, 2, 1, True),
+    ([2, 2], [2, 2, 3, 3], 1, 0, 0, 1, 1, True)]
+
+
+def conv_transpose2d_samples(g):
+    out = []
+    for xs, ws, stride, padding, op, groups, dilation, bias in CONVT_CASES:
+        oc = ws[1] * groups
+        ins = [g.randn(xs), g.randn(ws) * 0.5] + ([g.randn([oc])] if bias else [])
+        out.append(Sample(ins, {"stride": stride, "padding": padding, "output_padding": op, "groups": groups,
+                                "dilation": dilation, "bias": bias}))
+    out.append(Sample([viewed(g, [2, 3, 4, 5], "permute", g.randn), viewed(g, [3, 2, 3, 3], "narrow", g.randn)],
+                      {"stride": 2, "padding": 1, "output_padding": 1, "groups": 1, "dilation": 1, "bias": False}))
+    out.append(Sample([g.special([1, 1, 4, 4]), g.randn([1, 1, 2, 2])],
+                      {"stride": 2, "padding": 0, "output_padding": 0, "groups": 1, "dilation": 1, "bias": False}, "special"))
+    return out
+
+
+row("nn", "conv_transpose2d", "F.conv_transpose2d", conv_transpose2d_torch, conv_transpose2d_samples)
+
+POOL1D_CASES = [([2, 3, 8], 2, None, 0, 1, False), ([1, 2, 9], 3, 2, 1, 1, True), ([3, 7], 2, 2, 0, 1, True),
+                ([1, 1, 10], 3, 2, 1, 2, False), ([1, 2, 5], 5, None, 0, 1, False), ([0, 2, 4], 2, None, 0, 1, False),
+                ([1, 1, 5], 2, 3, 1, 1, True)]
+POOL1D_ERRORS = [([1, 1, 4], 3, None, 2, 1, False), ([1, 1, 2], 3, None, 0, 1, False), ([1, 4], 0, None, 0, 1, False),
+                 ([4], 2, None, 0, 1, False), ([1, 2, 3, 4], 2, None, 0, 1, False)]
+
+
+def max_pool1d_samples(g):
+    out = []
+    for xs, k, stride, padding, dilation, ceil in POOL1D_CASES + POOL1D_ERRORS:
+        out.append(Sample([g.distinct(xs)[0]], {"kernel_size": k, "stride": stride, "padding": padding,
+                                                "dilation": dilation, "ceil_mode": ceil}, "distinct"))
+    out.append(Sample([viewed(g, [2, 3, 6], "T", lambda s: g.distinct(s)[0])],
+                      {"kernel_size": 2, "stride": None, "padding": 0, "dilation": 1, "ceil_mode": False}, "distinct"))
+    out.append(Sample([g.special([1, 2, 12])], {"kernel_size": 3, "stride": None, "padding": 0, "dilation": 1,
+                                                "ceil_mode": False}, "special"))
+    out.append(Sample([g.ties([1, 2, 12])], {"kernel_size": 2, "stride": None, "padding": 0, "dilation": 1,
+                                             "ceil_mode": False}, "ties"))
+    return out
+
+
+row("nn", "max_pool1d", "F.max_pool1d",
+    lambda x, kernel_size, stride, padding, dilation, ceil_mode: F.max_pool1d(x, kernel_size, stride, padding, dilation,
+                                                                              ceil_mode), max_pool1d_samples)
+row("nn", "max_pool1d_with_indices", "F.max_pool1d(return_indices=True)",
+    lambda x, kernel_size, stride, padding, dilation, ceil_mode:
+    F.max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True), max_pool1d_samples)
+
+
+def avg_pool1d_samples(g):
+    out = []
+    for xs, k, stride, padding, dilation, ceil in POOL1D_CASES + POOL1D_ERRORS:
+        if dilation != 1:
+            continue
+        for cip in (True, False):
+            out.append(Sample([g.randn(xs)], {"kernel_size": k, "stride": stride, "padding": padding, "ceil_mode": ceil,
+                                              "count_include_pad": cip}))
+    out.append(Sample([viewed(g, [2, 3, 6], "T", g.randn)], {"kernel_size": 2, "stride": None, "padding": 0,
+                                                            "ceil_mode": False, "count_include_pad": True}))
+    return out
+
+
+row("nn", "avg_pool1d", "F.avg_pool1d",
+    lambda x, kernel_size, stride, padding, ceil_mode, count_include_pad:
+    F.avg_pool1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad), avg_pool1d_samples)
+
+
+def adaptive_samples(two_d, distinct):
+    def gen(g):
+        make = (lambda s: g.distinct(s)[0]) if distinct else g.randn
+        kind = "distinct" if distinct else "normal"
+        cases = ((([2, 3, 6, 6], 2), ([1, 2, 7, 5], [3, 2]), ([2, 5, 4], 1), ([1, 1, 3, 3], 5), ([1, 2, 4, 4], [4, 4]),
+                  ([0, 2, 4, 4], 2), ([1, 2, 4, 4], 0), ([1, 0, 4, 4], 2), ([4, 4], 2)) if two_d else
+                 (([2, 3, 6], 2), ([1, 2, 7], 3), ([5, 4], 1), ([1, 1, 3], 5), ([1, 2, 4], 4), ([0, 2, 4], 2),
+                  ([1, 2, 4], 0), ([1, 0, 4], 2), ([4], 2), ([1, 2, 3, 4], 2)))
+        out = [Sample([make(xs)], {"output_size": o}, kind) for xs, o in cases]
+        out.append(Sample([viewed(g, [1, 2, 6, 6] if two_d else [2, 3, 6], "T", make)], {"output_size": 3}, kind))
+        if distinct:
+            out.append(Sample([g.special([1, 2, 4, 6] if two_d else [1, 2, 12])], {"output_size": 2}, "special"))
+            out.append(Sample([g.ties([1, 2, 4, 6] if two_d else [1, 2, 12])], {"output_size": 3}, "ties"))
+        return out
+
+    return gen
+
+
+row("nn", "adaptive_avg_pool1d", "F.adaptive_avg_pool1d", lambda x, output_size: F.adaptive_avg_pool1d(x, output_size),
+    adaptive_samples(False, False))
+row("nn", "adaptive_max_pool1d", "F.adaptive_max_pool1d", lambda x, output_size: F.adaptive_max_pool1d(x, output_size),
+    adaptive_samples(False, True))
+row("nn", "adaptive_max_pool2d", "F.adaptive_max_pool2d", lambda x, output_size: F.adaptive_max_pool2d(x, output_size),
+    adaptive_samples(True, True))
+row("nn", "adaptive_max_pool2d_with_indices", "F.adaptive_max_pool2d(return_indices=True)",
+    lambda x, output_size: F.adaptive_max_pool2d(x, output_size, return_indices=True), adaptive_samples(True, True))
+
+
+def interpolate_torch(x, size, scale_factor, mode, align_corners, recompute_scale_factor):
+    return F.interpolate(x, size, scale_factor, mode, align_corners, recompute_scale_factor)
+
+
+INTERP_CASES = [  # shape, size, scale_factor, mode, align_corners, recompute
+    ([2, 3, 5], [7], None, "nearest", None, None), ([1, 2, 5], None, [1.5], "nearest", None, None),
+    ([1, 2, 5, 4], [3, 7], None, "nearest", None, None), ([1, 2, 5, 4], None, [2.0, 0.5], "nearest", None, None),
+    ([1, 2, 5, 4], [10, 8], None, "nearest", None, None), ([1, 1, 3, 3], None, [1.7], "nearest", None, True),
+    ([1, 2, 2, 3, 4], [3, 5, 2], None, "nearest", None, None), ([2, 2, 6], [6], None, "nearest", None, None),
+    ([2, 3, 5], [8], None, "linear", False, None), ([2, 3, 5], [8], None, "linear", True, None),
+    ([1, 2, 6], None, [0.5], "linear", False, None), ([1, 2, 6], [1], None, "linear", True, None),
+    ([1, 2, 5, 4], [7, 9], None, "bilinear", False, None), ([1, 2, 5, 4], [7, 9], None, "bilinear", True, None),
+    ([2, 1, 4, 4], None, [2.0], "bilinear", False, None), ([2, 1, 6, 5], None, [0.6, 1.3], "bilinear", False, None),
+    ([1, 1, 6, 5], None, [1.7], "bilinear", False, True), ([1, 2, 3, 3], [3, 3], None, "bilinear", False, None),
+    ([0, 2, 3, 3], [5], None, "bilinear", False, None), ([1, 2, 5, 4], [1], None, "bilinear", True, None),
+    ([1, 1, 1, 1], [3, 2], None, "bilinear", False, None),
+    # torch raises:
+    ([1, 2, 5, 4], [3], None, "nearest", True, None), ([1, 2, 5], [3], None, "bilinear", False, None),
+    ([1, 2, 5, 4], [3], None, "linear", False, None), ([1, 2, 5, 4], [3], [2.0], "nearest", None, None),
+    ([1, 2, 5, 4], None, None, "nearest", None, None), ([1, 2, 5, 4], [0], None, "nearest", None, None),
+    ([1, 2, 5, 4], [3, 3, 3], None, "nearest", None, None), ([1, 0, 3, 3], [5], None, "bilinear", False, None),
+    ([1, 2, 0, 3], [5], None, "bilinear", False, None), ([2, 3], [4], None, "nearest", None, None),
+    ([1, 2, 5, 4], None, [0.1], "bilinear", False, None)]
+
+
+def interpolate_samples(g):
+    out = []
+    for shape, size, sf, mode, ac, rsf in INTERP_CASES:
+        # One value for several spatial dims as a number (torch takes no shorter list).
+        if len(shape) > 3 and size is not None and len(size) == 1:
+            size = size[0]
+        if len(shape) > 3 and sf is not None and len(sf) == 1:
+            sf = sf[0]
+        out.append(Sample([g.randn(shape)], {"size": size, "scale_factor": sf, "mode": mode, "align_corners": ac,
+                                             "recompute_scale_factor": rsf}))
+    args = {"size": [5, 7], "scale_factor": None, "mode": "bilinear", "align_corners": False, "recompute_scale_factor": None}
+    out.append(Sample([viewed(g, [1, 2, 4, 6], "T", g.randn)], args))
+    out.append(Sample([g.special([1, 2, 4, 6])], args, "special"))
+    out.append(Sample([g.special([1, 2, 4, 6])], {**args, "mode": "nearest", "align_corners": None}, "special"))
+    return out
+
+
+row("nn", "interpolate", "F.interpolate", interpolate_torch, interpolate_samples)
+
+
 def kl_div_samples(g):
     out = []
     for si, st in (([4, 5], [4, 5]), ([3, 2, 2], [3, 2, 2]), ([], []), ([0, 3], [0, 3]), ([4, 5], [5]), ([5], [4, 5]),
@@ -1777,6 +1958,28 @@ row("nn", "last_step", "output[n, lengths[n] - 1]",
                Sample([g.randn([2, 3, 2]), In(torch.tensor([4, 1]), grad=False)], {"lengths_given": True})])
 
 
+def feature_dropout_samples(shapes):
+    def gen(g):
+        out = [Sample([g.randn(s)], {"p": p, "training": t}) for s in shapes
+               for p, t in ((0.0, True), (0.5, False), (1.0, True))]
+        out.append(Sample([g.special([2, 13, 1])], {"p": 1.0, "training": True}, "special"))
+        out.append(Sample([g.randn(shapes[0])], {"p": 1.5, "training": True}))
+        out.append(Sample([g.randn(shapes[0])], {"p": -0.1, "training": False}))
+        return out
+
+    return gen
+
+
+# The channel dropouts where they are deterministic, with torch's rules for the input's rank.
+row("nn", "feature_dropout", "torch.feature_dropout (p 0 or 1, or not training)",
+    lambda x, p, training: torch.feature_dropout(x, p, training),
+    feature_dropout_samples([[2, 3, 4], [2, 3], [0, 3, 2], [4], []]))
+row("nn", "dropout1d", "F.dropout1d (p 0 or 1, or not training)", lambda x, p, training: F.dropout1d(x, p, training),
+    feature_dropout_samples([[2, 3, 4], [3, 4], [0, 3, 2], [2, 3, 4, 5], [4]]))
+row("nn", "dropout2d", "F.dropout2d (p 0 or 1, or not training)", lambda x, p, training: F.dropout2d(x, p, training),
+    feature_dropout_samples([[2, 3, 4, 5], [2, 3, 4], [0, 3, 2, 2], [2, 3], [4]]))
+row("nn", "dropout3d", "F.dropout3d (p 0 or 1, or not training)", lambda x, p, training: F.dropout3d(x, p, training),
+    feature_dropout_samples([[2, 3, 2, 2, 2], [3, 2, 2, 2], [4], [], [2, 3]]))
 # dropout: only where it is deterministic (p 0 or 1, or not training); random masks are not torch's.
 row("nn", "dropout", "F.dropout (p 0 or 1, or not training)", lambda x, p, training: F.dropout(x, p, training),
     lambda g: [Sample([g.randn(s)], {"p": p, "training": t}) for s in ([3, 4], [0], [])

@@ -1,4 +1,5 @@
-// Dropout layers (torch.nn.Dropout): forward through the functional dropout, which draws from
+// Dropout layers (torch.nn.Dropout, Dropout1d, Dropout2d, Dropout3d): forward through the
+// functional dropouts, which draws from
 // the default generator (manual_seed makes it reproducible) and does nothing in eval mode.
 #pragma once
 
@@ -7,6 +8,7 @@
 #include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
+#include "normnet/ops.hpp"
 
 namespace normnet {
 
@@ -32,5 +34,55 @@ public:
 private:
     DropoutOptions options_;
 };
+
+/// Options of Dropout1d, Dropout2d and Dropout3d (as libtorch's Dropout2dOptions = DropoutOptions).
+using Dropout1dOptions = DropoutOptions;
+using Dropout2dOptions = DropoutOptions;
+using Dropout3dOptions = DropoutOptions;
+
+namespace detail {
+/// The channel dropouts' shared parts: the check of p (naming the layer) and the repr.
+NORMNET_API void check_dropout_probability(const char* layer, double p);
+NORMNET_API std::string dropout_repr(double p);
+}  // namespace detail
+
+/// Channel dropout (dropout1d/2d/3d): in training, zeroes whole channels of a sample with
+/// probability p and scales the rest by 1 / (1 - p); in eval mode returns its input.
+template <class Derived, Tensor (*drop)(const Tensor&, double, bool, Generator&)>
+class FeatureDropoutModule : public Cloneable<Derived> {
+public:
+    explicit FeatureDropoutModule(const DropoutOptions& options) : options_(options) {
+        detail::check_dropout_probability(Derived::kName, options.p);
+    }
+    explicit FeatureDropoutModule(double p = 0.5) : FeatureDropoutModule(DropoutOptions{p}) {}
+    Tensor forward(const Tensor& x) override { return drop(x, options_.p, this->is_training(), default_generator()); }
+    std::string type_name() const override { return Derived::kName; }
+    std::string extra_repr() const override { return detail::dropout_repr(options_.p); }
+    const DropoutOptions& options() const { return options_; }
+
+private:
+    DropoutOptions options_;
+};
+
+/// Channel dropout of [N, C, L] or [C, L].
+class NORMNET_API Dropout1d : public FeatureDropoutModule<Dropout1d, dropout1d> {
+public:
+    static constexpr const char* kName = "Dropout1d";
+    using FeatureDropoutModule::FeatureDropoutModule;
+};
+/// Channel dropout of [N, C, H, W] (pytorch/examples' cpp/mnist puts one after its second conv).
+class NORMNET_API Dropout2d : public FeatureDropoutModule<Dropout2d, dropout2d> {
+public:
+    static constexpr const char* kName = "Dropout2d";
+    using FeatureDropoutModule::FeatureDropoutModule;
+};
+/// Channel dropout of [N, C, D, H, W] or [C, D, H, W].
+class NORMNET_API Dropout3d : public FeatureDropoutModule<Dropout3d, dropout3d> {
+public:
+    static constexpr const char* kName = "Dropout3d";
+    using FeatureDropoutModule::FeatureDropoutModule;
+};
+/// libtorch's earlier name of Dropout2d (examples written for libtorch 1.0-1.4 use it).
+using FeatureDropout = Dropout2d;
 
 }  // namespace normnet
