@@ -1,5 +1,5 @@
-// Parameter groups, RMSprop, Adagrad and amsgrad against PyTorch (tests/golden/optim_groups
-// .safetensors: 20 steps, three groups with their own options, one parameter missing some
+// Parameter groups, RMSprop, Adagrad, NAdam, RAdam, Adamax and amsgrad against PyTorch
+// (tests/golden/optim_groups.safetensors: 20 steps, three groups with their own options, one parameter missing some
 // gradients), plus what the goldens cannot show: exact resume with group options, the "no weight
 // decay on biases and norms" recipe, per-group options and their checks, kernels vs references.
 #include <cmath>
@@ -34,6 +34,7 @@ ParamGroupOptions overrides_from(const nlohmann::json& j) {
         else if (key == "centered") o.centered = v.get<bool>();
         else if (key == "lr_decay") o.lr_decay = v.get<double>();
         else if (key == "initial_accumulator_value") o.initial_accumulator_value = v.get<double>();
+        else if (key == "momentum_decay") o.momentum_decay = v.get<double>();
         else FAIL("unknown option " << key);
     }
     return o;
@@ -64,6 +65,20 @@ std::unique_ptr<Optimizer> optimizer_from(const nlohmann::json& hp, const std::v
                                                                 .weight_decay = d.at("weight_decay"),
                                                                 .momentum = d.at("momentum"), .centered = d.at("centered")});
     }
+    if (kind == "NAdam" || kind == "RAdam" || kind == "Adamax") {
+        const std::pair<double, double> betas{d.at("betas")[0], d.at("betas")[1]};
+        if (kind == "NAdam") {
+            return std::make_unique<NAdam>(groups, NAdamOptions{.lr = d.at("lr"), .betas = betas, .eps = d.at("eps"),
+                                                                .weight_decay = d.at("weight_decay"),
+                                                                .momentum_decay = d.at("momentum_decay")});
+        }
+        if (kind == "RAdam") {
+            return std::make_unique<RAdam>(groups, RAdamOptions{.lr = d.at("lr"), .betas = betas, .eps = d.at("eps"),
+                                                                .weight_decay = d.at("weight_decay")});
+        }
+        return std::make_unique<Adamax>(groups, AdamaxOptions{.lr = d.at("lr"), .betas = betas, .eps = d.at("eps"),
+                                                              .weight_decay = d.at("weight_decay")});
+    }
     REQUIRE(kind == "Adagrad");
     return std::make_unique<Adagrad>(groups, AdagradOptions{.lr = d.at("lr"), .lr_decay = d.at("lr_decay"),
                                                             .weight_decay = d.at("weight_decay"),
@@ -71,8 +86,9 @@ std::unique_ptr<Optimizer> optimizer_from(const nlohmann::json& hp, const std::v
                                                             .eps = d.at("eps")});
 }
 
-const char* const kCases[] = {"sgd", "sgd_dampening", "adam", "adam_amsgrad", "adamw",
-                              "rmsprop", "rmsprop_all", "adagrad", "adagrad_init"};
+const char* const kCases[] = {"sgd",      "sgd_dampening", "adam",  "adam_amsgrad", "adamw",  "rmsprop",
+                              "rmsprop_all", "adagrad",   "adagrad_init", "nadam", "nadam_wd", "radam",
+                              "radam_wd", "adamax",      "adamax_wd"};
 
 // Runs golden case c from step `from` to `to` (exclusive) on params, feeding torch's gradients.
 void run_steps(const SafetensorsData& g, const std::string& c, Optimizer& opt, const std::vector<Tensor>& params, int from,
@@ -374,6 +390,51 @@ TEST_CASE("optim groups: RMSprop and Adagrad options default to PyTorch's and ar
     const NamedTensors s = adagrad.state_dict();
     CHECK(find_tensor(s, "sum.w").to_vector() == std::vector<float>{0.5f, 0.5f});
     CHECK(find_tensor(s, "step.w").item<int64_t>() == 0);
+}
+
+TEST_CASE("optim groups: NAdam, RAdam and Adamax options default to PyTorch's and are checked", "[optim][groups]") {
+    const NAdamOptions n;
+    CHECK(n.lr == 2e-3);
+    CHECK(n.betas == std::pair{0.9, 0.999});
+    CHECK(n.eps == 1e-8);
+    CHECK(n.weight_decay == 0.0);
+    CHECK(n.momentum_decay == 4e-3);
+    const RAdamOptions r;
+    CHECK(r.lr == 1e-3);
+    CHECK(r.betas == std::pair{0.9, 0.999});
+    CHECK(r.eps == 1e-8);
+    CHECK(r.weight_decay == 0.0);
+    const AdamaxOptions a;
+    CHECK(a.lr == 2e-3);
+    CHECK(a.betas == std::pair{0.9, 0.999});
+    CHECK(a.eps == 1e-8);
+    CHECK(a.weight_decay == 0.0);
+
+    Tensor p = zeros({2}).requires_grad_();
+    const std::vector<Tensor> ps{p};
+    using Catch::Contains;
+    CHECK_THROWS_WITH(NAdam(ps, {.lr = -1}), Contains("NAdam") && Contains("lr"));
+    CHECK_THROWS_WITH(NAdam(ps, {.momentum_decay = -0.1}), Contains("momentum_decay"));
+    CHECK_THROWS_WITH(RAdam(ps, {.betas = {1.0, 0.999}}), Contains("RAdam") && Contains("beta1"));
+    CHECK_THROWS_WITH(RAdam(ps, {.eps = NAN}), Contains("eps"));
+    CHECK_THROWS_WITH(Adamax(ps, {.betas = {0.9, -0.5}}), Contains("Adamax") && Contains("beta2"));
+    CHECK_THROWS_WITH(Adamax(ps, {.weight_decay = -1}), Contains("weight_decay"));
+    // momentum_decay belongs to NAdam only.
+    CHECK_THROWS_WITH(Adam({ParamGroup(ps, {.momentum_decay = 0.1})}), Contains("momentum_decay"));
+    CHECK(NAdam(ps).name() == "NAdam");
+    CHECK(RAdam(ps).name() == "RAdam");
+    CHECK(Adamax(ps).name() == "Adamax");
+    // State names: NAdam's mu_product is one float32 value per parameter, as torch's.
+    NAdam nadam(NamedTensors{{"w", p}});
+    p.set_grad(ones({2}));
+    nadam.step();
+    const NamedTensors s = nadam.state_dict();
+    CHECK(find_tensor(s, "mu_product.w").shape() == Shape{});
+    CHECK(find_tensor(s, "exp_avg.w").shape() == Shape{2});
+    CHECK(find_tensor(s, "step.w").item<int64_t>() == 1);
+    Adamax adamax(NamedTensors{{"w", p}});
+    adamax.step();
+    CHECK(find_tensor(adamax.state_dict(), "exp_inf.w").defined());
 }
 
 // ---------------------------------------------------------------------------------------------

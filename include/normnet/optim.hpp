@@ -1,4 +1,4 @@
-// Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad) with parameter groups, learning-rate schedules
+// Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax) with parameter groups, learning-rate schedules
 // and gradient clipping, with the semantics and defaults of PyTorch 1.13's torch.optim.
 //
 // Optimizers hold their parameters by name, so their state has stable names ("exp_avg.0.weight")
@@ -93,6 +93,34 @@ struct AdagradOptions {
     NORMNET_ARG(double, eps) = 1e-10;                    ///< Added to the root of the sum.
 };
 
+/// Options of NAdam, with torch.optim.NAdam's defaults.
+struct NAdamOptions {
+    using Self = NAdamOptions;
+    NORMNET_ARG(double, lr) = 2e-3;
+    NORMNET_ARG(Betas, betas) = {0.9, 0.999};
+    double eps = 1e-8;
+    double weight_decay = 0;      ///< L2 penalty, added to the gradient.
+    double momentum_decay = 4e-3;  ///< mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2)
+};
+
+/// Options of RAdam, with torch.optim.RAdam's defaults.
+struct RAdamOptions {
+    using Self = RAdamOptions;
+    NORMNET_ARG(double, lr) = 1e-3;
+    NORMNET_ARG(Betas, betas) = {0.9, 0.999};
+    double eps = 1e-8;
+    double weight_decay = 0;  ///< L2 penalty, added to the gradient.
+};
+
+/// Options of Adamax, with torch.optim.Adamax's defaults.
+struct AdamaxOptions {
+    using Self = AdamaxOptions;
+    NORMNET_ARG(double, lr) = 2e-3;
+    NORMNET_ARG(Betas, betas) = {0.9, 0.999};
+    double eps = 1e-8;
+    double weight_decay = 0;  ///< L2 penalty, added to the gradient.
+};
+
 // ---------------------------------------------------------------------------------------------
 // Parameter groups
 
@@ -108,13 +136,14 @@ struct ParamGroupOptions {
     NORMNET_ARG(std::optional<double>, momentum){};                    ///< SGD, RMSprop
     NORMNET_ARG(std::optional<double>, dampening){};                   ///< SGD
     NORMNET_ARG(std::optional<bool>, nesterov){};                      ///< SGD
-    NORMNET_ARG(std::optional<Betas>, betas){};    ///< Adam, AdamW
-    NORMNET_ARG(std::optional<double>, eps){};                         ///< Adam, AdamW, RMSprop, Adagrad
-    NORMNET_ARG(std::optional<bool>, amsgrad){};                       ///< Adam, AdamW
+    NORMNET_ARG(std::optional<Betas>, betas){};    ///< Adam, AdamW, NAdam, RAdam, Adamax
+    NORMNET_ARG(std::optional<double>, eps){};                         ///< Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax
+    NORMNET_ARG(std::optional<bool>, amsgrad){};                       ///< Adam, AdamW, NAdam, RAdam, Adamax
     NORMNET_ARG(std::optional<double>, alpha){};                       ///< RMSprop
     NORMNET_ARG(std::optional<bool>, centered){};                      ///< RMSprop
     NORMNET_ARG(std::optional<double>, lr_decay){};                    ///< Adagrad
     NORMNET_ARG(std::optional<double>, initial_accumulator_value){};   ///< Adagrad
+    NORMNET_ARG(std::optional<double>, momentum_decay){};              ///< NAdam
 };
 
 /// A list of parameters with their own options (torch's param group, libtorch's
@@ -283,7 +312,7 @@ public:
     /// written before per-parameter steps existed (no "step.<name>") gives every parameter with
     /// state the global step. Create schedulers before loading, then restore their position.
     virtual void load_state_dict(const NamedTensors& state);
-    /// "SGD", "Adam", "AdamW", "RMSprop" or "Adagrad", as PyTorch's class names.
+    /// "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam" or "Adamax", as PyTorch's class names.
     virtual std::string name() const = 0;
 
 protected:
@@ -296,8 +325,10 @@ protected:
     /// Registers a kind of per-parameter state (e.g. "exp_avg") and returns its index for state().
     /// Subclasses call it in their constructor; the first kind is the one every parameter with
     /// state has. `needed(options)` says whether a parameter of a group with those options has
-    /// this kind too whenever it has the first (null: always); load_state_dict checks it.
-    int add_state(const std::string& prefix, bool (*needed)(const ParamGroupOptions&) = nullptr);
+    /// this kind too whenever it has the first (null: always); load_state_dict checks it. A
+    /// `scalar` kind holds one value per parameter (shape [], as NAdam's mu_product), the others
+    /// the parameter's shape.
+    int add_state(const std::string& prefix, bool (*needed)(const ParamGroupOptions&) = nullptr, bool scalar = false);
     /// The state tensors of kind `index`, one per parameter in params() order; undefined until
     /// the subclass creates them (lazily, on the first step that has a gradient).
     std::vector<Tensor>& state(int index) { return states_[static_cast<size_t>(index)].tensors; }
@@ -318,6 +349,7 @@ private:
         std::string prefix;
         bool (*needed)(const ParamGroupOptions&);
         std::vector<Tensor> tensors;
+        bool scalar = false;
     };
     struct Group {
         size_t begin = 0, end = 0;  // params_[begin, end)
@@ -462,6 +494,68 @@ protected:
 
 private:
     int sum_ = 0;  // state index
+};
+
+/// NAdam (torch.optim.NAdam, Dozat 2016): Adam with Nesterov momentum, its momentum coefficient
+/// warmed up by momentum_decay; L2 weight decay added to the gradient. State "exp_avg",
+/// "exp_avg_sq" and "mu_product" (the product of the mu_t so far, one float32 value per
+/// parameter, as torch's).
+class NORMNET_API NAdam : public Optimizer {
+public:
+    /// Throws normnet::Error naming the option when options are invalid (PyTorch's rules).
+    explicit NAdam(NamedTensors params, NAdamOptions options = {});
+    explicit NAdam(const std::vector<Tensor>& params, NAdamOptions options = {});
+    explicit NAdam(std::vector<ParamGroup> groups, NAdamOptions options = {});
+    NAdam(std::initializer_list<ParamGroup> groups, NAdamOptions options = {});
+    void step() override;
+    std::string name() const override { return "NAdam"; }
+    /// A group's current options (lr included).
+    NAdamOptions options(size_t group = 0) const;
+
+protected:
+    void check_options(const ParamGroupOptions& options, const GroupName& who) const override;
+
+private:
+    int exp_avg_ = 0, exp_avg_sq_ = 0, mu_product_ = 0;  // state indices
+};
+
+/// RAdam (torch.optim.RAdam, Liu et al. 2019): Adam whose adaptive step is rectified by the
+/// variance of its second moment, and plain momentum SGD while that is undefined (rho_t <= 5,
+/// the first steps). L2 weight decay added to the gradient. State "exp_avg", "exp_avg_sq".
+class NORMNET_API RAdam : public Optimizer {
+public:
+    explicit RAdam(NamedTensors params, RAdamOptions options = {});
+    explicit RAdam(const std::vector<Tensor>& params, RAdamOptions options = {});
+    explicit RAdam(std::vector<ParamGroup> groups, RAdamOptions options = {});
+    RAdam(std::initializer_list<ParamGroup> groups, RAdamOptions options = {});
+    void step() override;
+    std::string name() const override { return "RAdam"; }
+    RAdamOptions options(size_t group = 0) const;
+
+protected:
+    void check_options(const ParamGroupOptions& options, const GroupName& who) const override;
+
+private:
+    int exp_avg_ = 0, exp_avg_sq_ = 0;  // state indices
+};
+
+/// Adamax (torch.optim.Adamax): Adam with the infinity norm, exp_inf = max(beta2 exp_inf,
+/// |g| + eps). L2 weight decay added to the gradient. State "exp_avg", "exp_inf".
+class NORMNET_API Adamax : public Optimizer {
+public:
+    explicit Adamax(NamedTensors params, AdamaxOptions options = {});
+    explicit Adamax(const std::vector<Tensor>& params, AdamaxOptions options = {});
+    explicit Adamax(std::vector<ParamGroup> groups, AdamaxOptions options = {});
+    Adamax(std::initializer_list<ParamGroup> groups, AdamaxOptions options = {});
+    void step() override;
+    std::string name() const override { return "Adamax"; }
+    AdamaxOptions options(size_t group = 0) const;
+
+protected:
+    void check_options(const ParamGroupOptions& options, const GroupName& who) const override;
+
+private:
+    int exp_avg_ = 0, exp_inf_ = 0;  // state indices
 };
 
 // ---------------------------------------------------------------------------------------------

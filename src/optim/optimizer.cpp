@@ -203,8 +203,8 @@ void Optimizer::set_initial_lr(size_t group, double lr) {
     groups_[group].initial_lr = lr;
 }
 
-int Optimizer::add_state(const std::string& prefix, bool (*needed)(const ParamGroupOptions&)) {
-    states_.push_back({prefix, needed, std::vector<Tensor>(params_.size())});
+int Optimizer::add_state(const std::string& prefix, bool (*needed)(const ParamGroupOptions&), bool scalar) {
+    states_.push_back({prefix, needed, std::vector<Tensor>(params_.size()), scalar});
     return static_cast<int>(states_.size() - 1);
 }
 
@@ -287,7 +287,7 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
         NORMNET_CHECK(kind < states_.size(), "load_state_dict: unexpected key \"", key, "\" in the ", name(), " state");
         const auto it = param_index.find(key.substr(dot + 1));
         NORMNET_CHECK(it != param_index.end(), "load_state_dict: key \"", key, "\" names no parameter of this ", name());
-        const Shape& expected = params_[it->second].second.shape();
+        const Shape expected = states_[kind].scalar ? Shape{} : params_[it->second].second.shape();
         NORMNET_CHECK(value.defined() && value.shape() == expected, "load_state_dict: size mismatch for \"", key,
               "\": shape ", value.defined() ? value.shape().str() : "(undefined)", " in the state, but the parameter has shape ",
               expected.str());
@@ -392,7 +392,7 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
                 continue;
             }
             // Copy, never share: two optimizers restored from one dict must not alias.
-            if (!mine.defined()) mine = empty(params_[i].second.shape());
+            if (!mine.defined()) mine = empty(states_[k].scalar ? Shape{} : params_[i].second.shape());
             mine.copy_(*found[k][i]);
         }
     }

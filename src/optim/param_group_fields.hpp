@@ -22,6 +22,7 @@ void visit_options(F&& f, Options&... o) {
     f("centered", o.centered...);
     f("lr_decay", o.lr_decay...);
     f("initial_accumulator_value", o.initial_accumulator_value...);
+    f("momentum_decay", o.momentum_decay...);
 }
 
 /// `base` with the fields set in `overrides` replaced.

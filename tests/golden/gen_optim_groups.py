@@ -1,5 +1,5 @@
 """Goldens of the optimizers with parameter groups (optim_groups.safetensors): SGD, Adam, AdamW
-(amsgrad included), RMSprop and Adagrad, each over 20 steps of a small problem whose three
+(amsgrad included), RMSprop, Adagrad, NAdam, RAdam and Adamax, each over 20 steps of a small problem whose three
 parameters sit in groups with their own options, one of them missing its gradient in some steps.
 
 Imported by make_goldens.py (FILES); tests/test_optim_groups.cpp reads the file.
@@ -38,6 +38,19 @@ CASES = [
     # says, so only the default is set here.
     ("adagrad_init", torch.optim.Adagrad, dict(lr=0.05, initial_accumulator_value=0.1, lr_decay=0.001),
      [{}, dict(lr=0.2), {}]),
+    ("nadam", torch.optim.NAdam, dict(lr=0.01),
+     [{}, dict(weight_decay=0.1, momentum_decay=0.01), dict(betas=(0.8, 0.99), eps=1e-6, lr=0.02)]),
+    ("nadam_wd", torch.optim.NAdam, dict(lr=0.005, weight_decay=0.05, momentum_decay=0.0),
+     [{}, dict(weight_decay=0.0), dict(momentum_decay=0.1)]),
+    # RAdam's first steps (rho_t <= 5) are plain momentum; from step 6 on (beta2 0.999) rectified.
+    ("radam", torch.optim.RAdam, dict(lr=0.01),
+     [{}, dict(weight_decay=0.1), dict(betas=(0.8, 0.9), eps=1e-6, lr=0.02)]),
+    ("radam_wd", torch.optim.RAdam, dict(lr=0.003, weight_decay=0.05, betas=(0.5, 0.7)),
+     [{}, dict(weight_decay=0.0), dict(betas=(0.9, 0.99))]),
+    ("adamax", torch.optim.Adamax, dict(lr=0.01),
+     [{}, dict(weight_decay=0.1), dict(betas=(0.8, 0.99), eps=1e-3, lr=0.02)]),
+    ("adamax_wd", torch.optim.Adamax, dict(lr=0.002, weight_decay=0.05),
+     [{}, dict(weight_decay=0.0, betas=(0.5, 0.9)), {}]),
 ]
 # The options that define each optimizer's update (torch's implementation switches left out).
 OPTION_KEYS = {
@@ -46,6 +59,9 @@ OPTION_KEYS = {
     "AdamW": ["lr", "betas", "eps", "weight_decay", "amsgrad"],
     "RMSprop": ["lr", "alpha", "eps", "weight_decay", "momentum", "centered"],
     "Adagrad": ["lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"],
+    "NAdam": ["lr", "betas", "eps", "weight_decay", "momentum_decay"],
+    "RAdam": ["lr", "betas", "eps", "weight_decay"],
+    "Adamax": ["lr", "betas", "eps", "weight_decay"],
 }
 
 
