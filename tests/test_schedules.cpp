@@ -64,6 +64,28 @@ LRSchedulerBase& build(const nlohmann::json& d, Optimizer& opt, std::vector<std:
         o.final_div_factor = d.value("final_div_factor", 1e4);
         o.three_phase = d.value("three_phase", false);
         s = std::make_unique<OneCycleLR>(opt, o);
+    } else if (type == "CosineAnnealingWarmRestarts") {
+        s = std::make_unique<CosineAnnealingWarmRestarts>(
+            opt, CosineAnnealingWarmRestartsOptions{.T_0 = d.at("T_0"), .T_mult = d.value("T_mult", int64_t{1}),
+                                                    .eta_min = d.value("eta_min", 0.0)});
+    } else if (type == "CyclicLR") {
+        CyclicLROptions o{.base_lr = per_group(d, "base_lr", 0.0), .max_lr = per_group(d, "max_lr", 0.0)};
+        o.step_size_up = d.value("step_size_up", int64_t{2000});
+        if (d.contains("step_size_down")) o.step_size_down = d.at("step_size_down").get<int64_t>();
+        const std::string mode = d.value("mode", "triangular");
+        o.mode = mode == "triangular2" ? CyclicMode::triangular2 : mode == "exp_range" ? CyclicMode::exp_range
+                                                                                       : CyclicMode::triangular;
+        o.gamma = d.value("gamma", 1.0);
+        if (d.contains("scale_fn")) {
+            REQUIRE(d.at("scale_fn") == "0.8 ** x");
+            o.scale_fn = [](double x) { return std::pow(0.8, x); };
+            o.scale_mode = d.value("scale_mode", "cycle") == "iterations" ? CyclicScaleMode::iterations
+                                                                          : CyclicScaleMode::cycle;
+        }
+        o.cycle_momentum = d.value("cycle_momentum", true);
+        o.base_momentum = per_group(d, "base_momentum", 0.8);
+        o.max_momentum = per_group(d, "max_momentum", 0.9);
+        s = std::make_unique<CyclicLR>(opt, o);
     } else if (type == "SequentialLR" || type == "ChainedScheduler") {
         std::vector<std::reference_wrapper<LRSchedulerBase>> parts;
         for (const auto& child : d.at("schedulers")) parts.emplace_back(build(child, opt, keep));
@@ -99,18 +121,24 @@ struct Run {
     std::vector<std::unique_ptr<LRSchedulerBase>> keep;
     LRSchedulerBase* scheduler = nullptr;
     std::unique_ptr<ReduceLROnPlateau> plateau;
+    int64_t batches_per_epoch = 0;  // > 0: a CosineAnnealingWarmRestarts stepped by fractional epochs
 
-    Run(const std::string& kind, const nlohmann::json& d) : opt(make_optimizer(kind, params)) {
+    Run(const std::string& kind, const nlohmann::json& d)
+        : opt(make_optimizer(kind, params)), batches_per_epoch(d.value("batches_per_epoch", int64_t{0})) {
         if (d.at("type") == "ReduceLROnPlateau") {
             plateau = build_plateau(d, *opt);
         } else {
             scheduler = &build(d, *opt, keep);
         }
     }
-    void step(double metric) {
+    // The step after batch t (0 is the first).
+    void step(double metric, int64_t t) {
         opt->step();  // no gradients: nothing moves, as in the script
         if (plateau) {
             plateau->step(metric);
+        } else if (batches_per_epoch > 0) {
+            dynamic_cast<CosineAnnealingWarmRestarts&>(*scheduler).step(static_cast<double>(t + 1) /
+                                                                       static_cast<double>(batches_per_epoch));
         } else {
             scheduler->step();
         }
@@ -131,7 +159,10 @@ double bits_at(const Tensor& t, int64_t step, int64_t g) {
 const char* const kCases[] = {"step",     "multistep",  "exponential", "cosine",          "cosine_default",
                               "linear",   "linear_default", "linear_decay", "lambda",       "onecycle",
                               "onecycle_linear_3phase", "onecycle_no_momentum", "plateau", "plateau_max_abs",
-                              "sequential", "sequential3", "chained", "linear_to_zero", "chained_cosine_to_zero"};
+                              "sequential", "sequential3", "chained", "linear_to_zero", "chained_cosine_to_zero",
+                              "warm_restarts", "warm_restarts_default", "warm_restarts_fractional",
+                              "warm_restarts_fractional_t1", "cyclic", "cyclic_triangular2", "cyclic_exp_range",
+                              "cyclic_scale_fn"};
 
 // A negative lr within this fraction of the group's base lr is rounding, which normnet sets to 0
 // (kLrRounding in src/optim/lr_scheduler.cpp); torch keeps it.
@@ -161,7 +192,7 @@ void check_steps(const SafetensorsData& g, const std::string& c, Run& run, int64
             }
             if (momenta.defined()) CHECK(run.momentum(grp) == bits_at(momenta, t, grp));
         }
-        run.step(metric[static_cast<size_t>(t)]);
+        run.step(metric[static_cast<size_t>(t)], t);
         // get_last_lr() is what was just set.
         const std::vector<double>& last = run.plateau ? run.plateau->get_last_lr() : run.scheduler->get_last_lr();
         REQUIRE(last.size() == 2);
@@ -182,7 +213,7 @@ TEST_CASE("schedules: every lr_scheduler.safetensors sequence is torch's, bit fo
         const int64_t steps = std::stoll(g.metadata.at(c + ".steps"));
         REQUIRE(g.at(c + ".lr_bits").shape() == Shape{steps, 2});
         check_steps(g, c, run, 0, steps);
-        if (run.scheduler) CHECK(run.scheduler->last_epoch() == steps);
+        if (run.scheduler && run.batches_per_epoch == 0) CHECK(run.scheduler->last_epoch() == steps);
     }
 }
 
@@ -403,4 +434,46 @@ TEST_CASE("schedules: LRScheduler scales each group from its own base lr", "[opt
     }
     CHECK(a.lr_at(3, 1) == 0.03);  // the end of the warm-up is the group's base
     CHECK_THROWS_WITH(a.lr_at(0, 2), Catch::Contains("no parameter group 2"));
+}
+
+TEST_CASE("schedules: CosineAnnealingWarmRestarts and CyclicLR check their options and keep torch's state",
+          "[optim][schedule]") {
+    Tensor p = zeros({1}).requires_grad_();
+    SGD sgd({p}, {.lr = 0.1, .momentum = 0.5});
+    using Catch::Contains;
+    CHECK_THROWS_WITH(CosineAnnealingWarmRestarts(sgd, {.T_0 = 0}), Contains("T_0 must be a positive integer"));
+    CHECK_THROWS_WITH(CosineAnnealingWarmRestarts(sgd, {.T_0 = 2, .T_mult = 0}), Contains("T_mult must be an integer >= 1"));
+    CHECK_THROWS_WITH(CyclicLR(sgd, {.base_lr = 0.01}), Contains("CyclicLR: base_lr and max_lr are required"));
+    CHECK_THROWS_WITH(CyclicLR(sgd, {.base_lr = 0.01, .max_lr = 0.1, .step_size_up = 0}), Contains("step_size_up"));
+    Adam adam({p});
+    CHECK_THROWS_WITH(CyclicLR(adam, {.base_lr = 0.01, .max_lr = 0.1}), Contains("Adam has no momentum"));
+    CHECK_NOTHROW(CyclicLR(adam, {.base_lr = 0.01, .max_lr = 0.1, .cycle_momentum = false}));
+
+    // T_cur and T_i as torch's after 7 epochs of T_0 = 2, T_mult = 2 (cycles of 2, 4, 8): 1 and 8.
+    SGD opt({p}, {.lr = 0.1});
+    CosineAnnealingWarmRestarts restarts(opt, {.T_0 = 2, .T_mult = 2});
+    for (int k = 0; k < 7; ++k) restarts.step();
+    CHECK(restarts.T_cur() == 1.0);
+    CHECK(restarts.T_i() == 8);
+    // step(epoch) places the epoch in its cycle, and the state round-trips.
+    restarts.step(6.5);
+    CHECK(restarts.T_cur() == 0.5);
+    CHECK(restarts.T_i() == 8);
+    CHECK(restarts.last_epoch() == 6);
+    CHECK_THROWS_WITH(restarts.step(-1.0), Contains("non-negative epoch"));
+    SGD other({zeros({1}).requires_grad_()}, {.lr = 0.1});
+    CosineAnnealingWarmRestarts copy(other, {.T_0 = 2, .T_mult = 2});
+    copy.load_state_dict(restarts.state_dict());
+    CHECK(copy.T_cur() == 0.5);
+    CHECK(copy.T_i() == 8);
+
+    // CyclicLR starts at base_lr and max_momentum (the start of a cycle, as torch), then cycles both.
+    SGD cycled({p}, {.lr = 0.5, .momentum = 0.1});
+    CyclicLR cyclic(cycled, {.base_lr = 0.01, .max_lr = 0.11, .step_size_up = 2});
+    CHECK(cycled.lr() == 0.01);
+    CHECK(*cycled.param_group_options(0).momentum == 0.9);  // max_momentum at the cycle's start
+    cyclic.step();
+    cyclic.step();
+    CHECK(cycled.lr() == Approx(0.11));
+    CHECK(*cycled.param_group_options(0).momentum == Approx(0.8));
 }

@@ -823,6 +823,87 @@ private:
     LinearLROptions options_;
 };
 
+/// Options of CosineAnnealingWarmRestarts (torch requires T_0).
+struct CosineAnnealingWarmRestartsOptions {
+    int64_t T_0 = 0;       ///< epochs of the first cosine, >= 1
+    int64_t T_mult = 1;    ///< each restart's cosine is T_mult times longer than the previous, >= 1
+    double eta_min = 0.0;  ///< the lowest lr
+};
+
+/// torch's CosineAnnealingWarmRestarts (SGDR, Loshchilov and Hutter 2016): a cosine from each
+/// group's base lr down to eta_min over T_i epochs, then a restart at the base lr with T_i *=
+/// T_mult. step() moves on one epoch; step(epoch) jumps to a (fractional) epoch, as torch's
+/// step(epoch + batch / batches) for a restart schedule stepped per batch.
+class NORMNET_API CosineAnnealingWarmRestarts : public LRSchedulerBase {
+public:
+    CosineAnnealingWarmRestarts(Optimizer& optimizer, CosineAnnealingWarmRestartsOptions options);
+    void step() override;
+    /// torch's step(epoch): the schedule at epoch (>= 0, fractional allowed); last_epoch becomes floor(epoch).
+    void step(double epoch);
+    std::string name() const override { return "CosineAnnealingWarmRestarts"; }
+    /// Epochs since the last restart (torch's T_cur) and the current cosine's length (T_i).
+    double T_cur() const { return T_cur_; }
+    int64_t T_i() const { return T_i_; }
+    const CosineAnnealingWarmRestartsOptions& options() const { return options_; }
+    /// The base state plus "T_cur" (the int64 bits of its double) and "T_i".
+    NamedTensors state_dict() const override;
+    void load_state_dict(const NamedTensors& state) override;
+
+protected:
+    double get_lr(size_t group) override;
+    double closed_form_lr(size_t group) override;
+
+private:
+    void set_epoch(double epoch);
+    CosineAnnealingWarmRestartsOptions options_;
+    double T_cur_ = -1.0;
+    int64_t T_i_ = 0;
+    double epoch_ = 0.0;  // the epoch step(epoch) was given (the closed form's, with its fraction)
+};
+
+/// CyclicLR's built-in amplitude scalings.
+enum class CyclicMode {
+    triangular,   ///< 1: every cycle from base_lr to max_lr and back
+    triangular2,  ///< 1 / 2^(cycle - 1): the amplitude halves every cycle
+    exp_range,    ///< gamma^iteration
+};
+/// Whether CyclicLR's scale function is given the cycle number or the iteration.
+enum class CyclicScaleMode { cycle, iterations };
+
+/// Options of CyclicLR, with torch's defaults (torch requires base_lr and max_lr).
+struct CyclicLROptions {
+    PerGroup base_lr{};                 ///< the lower lr, one for all groups or one per group (required)
+    PerGroup max_lr{};                  ///< the upper lr (required)
+    int64_t step_size_up = 2000;        ///< iterations of the rising half of a cycle, >= 1
+    std::optional<int64_t> step_size_down = std::nullopt;  ///< of the falling half; unset: step_size_up
+    CyclicMode mode = CyclicMode::triangular;
+    double gamma = 1.0;                 ///< exp_range's factor per iteration
+    std::function<double(double)> scale_fn = nullptr;  ///< a custom scaling in [0, 1] (mode is then ignored)
+    CyclicScaleMode scale_mode = CyclicScaleMode::cycle;  ///< what scale_fn is given (with scale_fn only)
+    bool cycle_momentum = true;         ///< move the momentum (SGD, RMSprop) inversely to the lr
+    PerGroup base_momentum = 0.8;
+    PerGroup max_momentum = 0.9;
+};
+
+/// torch's CyclicLR (Smith 2017), stepped once per batch: each group's lr goes from base_lr up
+/// to max_lr over step_size_up iterations and back over step_size_down, its amplitude scaled by
+/// the mode; with cycle_momentum the momentum goes from max_momentum down and back. The
+/// constructor sets the groups' lrs to base_lr and momenta to base_momentum, as torch's.
+class NORMNET_API CyclicLR : public LRSchedulerBase {
+public:
+    CyclicLR(Optimizer& optimizer, CyclicLROptions options);
+    std::string name() const override { return "CyclicLR"; }
+
+protected:
+    double get_lr(size_t group) override;
+
+private:
+    double scale(double x) const;
+    CyclicLROptions options_;
+    double total_size_ = 0.0, step_ratio_ = 0.0;
+    std::vector<double> max_lrs_, base_momentums_, max_momentums_;
+};
+
 /// OneCycleLR's annealing curve.
 enum class AnnealStrategy { cos, linear };
 

@@ -103,6 +103,34 @@ CASES = [
                      {"type": "LinearLR", "start_factor": 1 / 3, "end_factor": 0.0, "total_iters": 5}]},
      lambda o: _chained([S.CosineAnnealingLR(o, T_max=7), S.LinearLR(o, start_factor=1 / 3, end_factor=0.0,
                                                                      total_iters=5)])),
+    ("warm_restarts", "SGD", 25, {"type": "CosineAnnealingWarmRestarts", "T_0": 3, "T_mult": 2, "eta_min": 0.001},
+     lambda o: [S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001)]),
+    ("warm_restarts_default", "SGD", 15, {"type": "CosineAnnealingWarmRestarts", "T_0": 4},
+     lambda o: [S.CosineAnnealingWarmRestarts(o, T_0=4)]),
+    # Stepped per batch with fractional epochs, three batches per epoch: step(epoch + i / 3).
+    ("warm_restarts_fractional", "SGD", 24,
+     {"type": "CosineAnnealingWarmRestarts", "T_0": 2, "T_mult": 2, "eta_min": 0.0, "batches_per_epoch": 3},
+     lambda o: [S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2)]),
+    ("warm_restarts_fractional_t1", "SGD", 20,
+     {"type": "CosineAnnealingWarmRestarts", "T_0": 2, "T_mult": 1, "eta_min": 0.01, "batches_per_epoch": 4},
+     lambda o: [S.CosineAnnealingWarmRestarts(o, T_0=2, eta_min=0.01)]),
+    ("cyclic", "SGD", 30, {"type": "CyclicLR", "base_lr": [0.01, 0.001], "max_lr": [0.1], "step_size_up": 4},
+     lambda o: [S.CyclicLR(o, base_lr=[0.01, 0.001], max_lr=0.1, step_size_up=4)]),
+    ("cyclic_triangular2", "SGD", 30,
+     {"type": "CyclicLR", "base_lr": [0.01], "max_lr": [0.1, 0.05], "step_size_up": 3, "step_size_down": 5,
+      "mode": "triangular2", "base_momentum": [0.85], "max_momentum": [0.95, 0.9]},
+     lambda o: [S.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=3, step_size_down=5, mode="triangular2",
+                           base_momentum=0.85, max_momentum=[0.95, 0.9])]),
+    ("cyclic_exp_range", "Adam", 25,
+     {"type": "CyclicLR", "base_lr": [0.001], "max_lr": [0.01], "step_size_up": 2, "step_size_down": 3,
+      "mode": "exp_range", "gamma": 0.9, "cycle_momentum": False},
+     lambda o: [S.CyclicLR(o, base_lr=0.001, max_lr=0.01, step_size_up=2, step_size_down=3, mode="exp_range", gamma=0.9,
+                           cycle_momentum=False)]),
+    ("cyclic_scale_fn", "SGD", 20,
+     {"type": "CyclicLR", "base_lr": [0.02], "max_lr": [0.2], "step_size_up": 3, "scale_fn": "0.8 ** x",
+      "scale_mode": "iterations"},
+     lambda o: [S.CyclicLR(o, base_lr=0.02, max_lr=0.2, step_size_up=3, scale_fn=lambda x: 0.8 ** x,
+                           scale_mode="iterations")]),
     ("chained", "SGD", 15,
      {"type": "ChainedScheduler",
       "schedulers": [{"type": "LinearLR", "start_factor": 0.2, "total_iters": 5}, {"type": "ExponentialLR", "gamma": 0.9}]},
@@ -144,10 +172,13 @@ def make_lr_scheduler():
                 opt.step()  # no gradients: nothing moves; it keeps torch's step-order check quiet
                 if isinstance(scheduler, S.ReduceLROnPlateau):
                     scheduler.step(PLATEAU_METRIC[t])
+                elif "batches_per_epoch" in description:
+                    scheduler.step((t + 1) / description["batches_per_epoch"])
                 else:
                     scheduler.step()
             c.put("lr_bits", _bits(lrs), "I64")
-            if description["type"] == "OneCycleLR":
+            if description["type"] == "OneCycleLR" or (description["type"] == "CyclicLR"
+                                                        and description.get("cycle_momentum", True)):
                 c.put("momentum_bits", _bits(momenta), "I64")
     return tensors, metadata
 
