@@ -427,9 +427,10 @@ NORMNET_API Tensor triu(const Tensor& x, int64_t diagonal = 0);
 NORMNET_API Tensor flip(const Tensor& x, const Dims& dims);
 /// Options of pad (torch::nn::functional::PadFuncOptions).
 struct PadFuncOptions {
-    std::vector<int64_t> pad;        // (left, right) of the last dim, then of the one before, ...
-    std::string mode = "constant";  // "constant", "reflect" or "replicate" ("circular" is not implemented)
-    double value = 0.0;             // the constant mode's fill
+    using Self = PadFuncOptions;
+    NORMNET_ARG(std::vector<int64_t>, pad){};        // (left, right) of the last dim, then of the one before, ...
+    NORMNET_ARG(std::string, mode) = "constant";  // "constant", "reflect" or "replicate" ("circular" is not implemented)
+    NORMNET_ARG(double, value) = 0.0;             // the constant mode's fill
 };
 /// x padded as torch.nn.functional.pad: padding holds (left, right) sizes for the last dim, then
 /// the one before it, ...; negative sizes crop. "constant" fills with value (any rank);
@@ -548,9 +549,10 @@ struct KLDivReduction {
 };
 /// Options of kl_div and KLDivLoss (torch::nn::KLDivLossOptions).
 struct KLDivLossOptions {
-    KLDivReduction reduction = kMean;  // kMean averages over every element (torch's default); kBatchMean
+    using Self = KLDivLossOptions;
+    NORMNET_ARG(KLDivReduction, reduction) = kMean;  // kMean averages over every element (torch's default); kBatchMean
                                        // is the divergence per sample
-    bool log_target = false;           // the target is given as log-probabilities
+    NORMNET_ARG(bool, log_target) = false;           // the target is given as log-probabilities
 };
 using KLDivFuncOptions = KLDivLossOptions;
 
@@ -778,13 +780,14 @@ NORMNET_API Tensor adaptive_max_pool1d(const Tensor& input, int64_t output_size)
 /// Options of interpolate (torch::nn::functional::InterpolateFuncOptions): the output's spatial
 /// size or the factor to scale it by (exactly one; one value stands for every spatial dim).
 struct InterpolateFuncOptions {
-    std::optional<std::vector<int64_t>> size = std::nullopt;
-    std::optional<std::vector<double>> scale_factor = std::nullopt;
-    std::string mode = "nearest";  // "nearest" (3-5-D input), "linear" (3-D), "bilinear" (4-D)
-    std::optional<bool> align_corners = std::nullopt;  // linear modes only; unset is false
+    using Self = InterpolateFuncOptions;
+    NORMNET_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+    NORMNET_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+    NORMNET_ARG(std::string, mode) = "nearest";  // "nearest" (3-5-D input), "linear" (3-D), "bilinear" (4-D)
+    NORMNET_ARG(std::optional<bool>, align_corners) = std::nullopt;  // linear modes only; unset is false
     /// With a scale_factor: true interpolates by the output size computed from it (in / out),
     /// unset or false by the factor itself (torch's default).
-    std::optional<bool> recompute_scale_factor = std::nullopt;
+    NORMNET_ARG(std::optional<bool>, recompute_scale_factor) = std::nullopt;
 };
 /// The spatial dims of input [N, C, *] resized as torch.nn.functional.interpolate: nearest
 /// neighbour (torch's legacy "nearest": source floor(o * in / out)), linear or bilinear, with or

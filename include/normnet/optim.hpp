@@ -98,9 +98,9 @@ struct NAdamOptions {
     using Self = NAdamOptions;
     NORMNET_ARG(double, lr) = 2e-3;
     NORMNET_ARG(Betas, betas) = {0.9, 0.999};
-    double eps = 1e-8;
-    double weight_decay = 0;      ///< L2 penalty, added to the gradient.
-    double momentum_decay = 4e-3;  ///< mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2)
+    NORMNET_ARG(double, eps) = 1e-8;
+    NORMNET_ARG(double, weight_decay) = 0;      ///< L2 penalty, added to the gradient.
+    NORMNET_ARG(double, momentum_decay) = 4e-3;  ///< mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2)
 };
 
 /// Options of RAdam, with torch.optim.RAdam's defaults.
@@ -108,8 +108,8 @@ struct RAdamOptions {
     using Self = RAdamOptions;
     NORMNET_ARG(double, lr) = 1e-3;
     NORMNET_ARG(Betas, betas) = {0.9, 0.999};
-    double eps = 1e-8;
-    double weight_decay = 0;  ///< L2 penalty, added to the gradient.
+    NORMNET_ARG(double, eps) = 1e-8;
+    NORMNET_ARG(double, weight_decay) = 0;  ///< L2 penalty, added to the gradient.
 };
 
 /// Options of Adamax, with torch.optim.Adamax's defaults.
@@ -117,8 +117,8 @@ struct AdamaxOptions {
     using Self = AdamaxOptions;
     NORMNET_ARG(double, lr) = 2e-3;
     NORMNET_ARG(Betas, betas) = {0.9, 0.999};
-    double eps = 1e-8;
-    double weight_decay = 0;  ///< L2 penalty, added to the gradient.
+    NORMNET_ARG(double, eps) = 1e-8;
+    NORMNET_ARG(double, weight_decay) = 0;  ///< L2 penalty, added to the gradient.
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -825,9 +825,10 @@ private:
 
 /// Options of CosineAnnealingWarmRestarts (torch requires T_0).
 struct CosineAnnealingWarmRestartsOptions {
-    int64_t T_0 = 0;       ///< epochs of the first cosine, >= 1
-    int64_t T_mult = 1;    ///< each restart's cosine is T_mult times longer than the previous, >= 1
-    double eta_min = 0.0;  ///< the lowest lr
+    using Self = CosineAnnealingWarmRestartsOptions;
+    NORMNET_ARG(int64_t, T_0) = 0;       ///< epochs of the first cosine, >= 1
+    NORMNET_ARG(int64_t, T_mult) = 1;    ///< each restart's cosine is T_mult times longer than the previous, >= 1
+    NORMNET_ARG(double, eta_min) = 0.0;  ///< the lowest lr
 };
 
 /// torch's CosineAnnealingWarmRestarts (SGDR, Loshchilov and Hutter 2016): a cosine from each
@@ -872,17 +873,18 @@ enum class CyclicScaleMode { cycle, iterations };
 
 /// Options of CyclicLR, with torch's defaults (torch requires base_lr and max_lr).
 struct CyclicLROptions {
-    PerGroup base_lr{};                 ///< the lower lr, one for all groups or one per group (required)
-    PerGroup max_lr{};                  ///< the upper lr (required)
-    int64_t step_size_up = 2000;        ///< iterations of the rising half of a cycle, >= 1
-    std::optional<int64_t> step_size_down = std::nullopt;  ///< of the falling half; unset: step_size_up
-    CyclicMode mode = CyclicMode::triangular;
-    double gamma = 1.0;                 ///< exp_range's factor per iteration
+    using Self = CyclicLROptions;
+    NORMNET_ARG(PerGroup, base_lr){};                 ///< the lower lr, one for all groups or one per group (required)
+    NORMNET_ARG(PerGroup, max_lr){};                  ///< the upper lr (required)
+    NORMNET_ARG(int64_t, step_size_up) = 2000;        ///< iterations of the rising half of a cycle, >= 1
+    NORMNET_ARG(std::optional<int64_t>, step_size_down) = std::nullopt;  ///< of the falling half; unset: step_size_up
+    NORMNET_ARG(CyclicMode, mode) = CyclicMode::triangular;
+    NORMNET_ARG(double, gamma) = 1.0;                 ///< exp_range's factor per iteration
     std::function<double(double)> scale_fn = nullptr;  ///< a custom scaling in [0, 1] (mode is then ignored)
-    CyclicScaleMode scale_mode = CyclicScaleMode::cycle;  ///< what scale_fn is given (with scale_fn only)
-    bool cycle_momentum = true;         ///< move the momentum (SGD, RMSprop) inversely to the lr
-    PerGroup base_momentum = 0.8;
-    PerGroup max_momentum = 0.9;
+    NORMNET_ARG(CyclicScaleMode, scale_mode) = CyclicScaleMode::cycle;  ///< what scale_fn is given (with scale_fn only)
+    NORMNET_ARG(bool, cycle_momentum) = true;         ///< move the momentum (SGD, RMSprop) inversely to the lr
+    NORMNET_ARG(PerGroup, base_momentum) = 0.8;
+    NORMNET_ARG(PerGroup, max_momentum) = 0.9;
 };
 
 /// torch's CyclicLR (Smith 2017), stepped once per batch: each group's lr goes from base_lr up

@@ -164,8 +164,9 @@ private:
 
 /// Options of Hardtanh (torch.nn.Hardtanh).
 struct HardtanhOptions {
-    double min_val = -1.0;
-    double max_val = 1.0;
+    using Self = HardtanhOptions;
+    NORMNET_ARG(double, min_val) = -1.0;
+    NORMNET_ARG(double, max_val) = 1.0;
 };
 
 /// hardtanh(x, min_val, max_val), printed Hardtanh(min_val=-1.0, max_val=1.0).
@@ -211,8 +212,9 @@ public:
 
 /// Options of PReLU (torch.nn.PReLU): one learnt slope, or one per channel (num_parameters = C).
 struct PReLUOptions {
-    int64_t num_parameters = 1;
-    double init = 0.25;  // the slopes' initial value
+    using Self = PReLUOptions;
+    NORMNET_ARG(int64_t, num_parameters) = 1;
+    NORMNET_ARG(double, init) = 0.25;  // the slopes' initial value
 };
 
 /// prelu(x, weight) with the learnt slopes `weight` [num_parameters], printed

@@ -57,15 +57,16 @@ private:
 
 /// Options of Conv1d (torch.nn.Conv1d). padding also "same" or "valid"; padding_mode: only "zeros".
 struct Conv1dOptions {
-    int64_t in_channels = 0;
-    int64_t out_channels = 0;
-    int64_t kernel_size = 0;
-    int64_t stride = 1;
-    Conv1dPadding padding = 0;
-    int64_t dilation = 1;
-    int64_t groups = 1;
-    bool bias = true;
-    std::string padding_mode = "zeros";
+    using Self = Conv1dOptions;
+    NORMNET_ARG(int64_t, in_channels) = 0;
+    NORMNET_ARG(int64_t, out_channels) = 0;
+    NORMNET_ARG(int64_t, kernel_size) = 0;
+    NORMNET_ARG(int64_t, stride) = 1;
+    NORMNET_ARG(Conv1dPadding, padding) = 0;
+    NORMNET_ARG(int64_t, dilation) = 1;
+    NORMNET_ARG(int64_t, groups) = 1;
+    NORMNET_ARG(bool, bias) = true;
+    NORMNET_ARG(std::string, padding_mode) = "zeros";
 };
 
 /// 1-D convolution of [N, C, L] (or [C, L]) input: weight [out_channels, in_channels / groups,
@@ -93,16 +94,17 @@ private:
 
 /// Options of ConvTranspose2d (torch.nn.ConvTranspose2d), in PyTorch's order.
 struct ConvTranspose2dOptions {
-    int64_t in_channels = 0;
-    int64_t out_channels = 0;
-    Size2 kernel_size = {};
-    Size2 stride = 1;
-    Size2 padding = 0;
-    Size2 output_padding = 0;
-    int64_t groups = 1;
-    bool bias = true;
-    Size2 dilation = 1;
-    std::string padding_mode = "zeros";
+    using Self = ConvTranspose2dOptions;
+    NORMNET_ARG(int64_t, in_channels) = 0;
+    NORMNET_ARG(int64_t, out_channels) = 0;
+    NORMNET_ARG(Size2, kernel_size) = {};
+    NORMNET_ARG(Size2, stride) = 1;
+    NORMNET_ARG(Size2, padding) = 0;
+    NORMNET_ARG(Size2, output_padding) = 0;
+    NORMNET_ARG(int64_t, groups) = 1;
+    NORMNET_ARG(bool, bias) = true;
+    NORMNET_ARG(Size2, dilation) = 1;
+    NORMNET_ARG(std::string, padding_mode) = "zeros";
 };
 
 /// The transposed 2-D convolution (conv_transpose2d): weight [in_channels, out_channels / groups,

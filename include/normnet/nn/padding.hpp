@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"
@@ -14,8 +15,9 @@ namespace normnet {
 /// Options of the padding layers: padding holds one size for every side, or (left, right) for
 /// the 1-D layers and (left, right, top, bottom) for the 2-D ones; value is the constant pads'.
 struct PadOptions {
-    std::vector<int64_t> padding;
-    double value = 0.0;
+    using Self = PadOptions;
+    NORMNET_ARG(std::vector<int64_t>, padding){};
+    NORMNET_ARG(double, value) = 0.0;
 };
 using ReflectionPad1dOptions = PadOptions;
 using ReflectionPad2dOptions = PadOptions;

@@ -99,11 +99,12 @@ private:
 
 /// Options of MaxPool1d (torch.nn.MaxPool1d); a stride not given is the kernel size.
 struct MaxPool1dOptions {
-    int64_t kernel_size = 0;
-    std::optional<int64_t> stride = std::nullopt;
-    int64_t padding = 0;
-    int64_t dilation = 1;
-    bool ceil_mode = false;
+    using Self = MaxPool1dOptions;
+    NORMNET_ARG(int64_t, kernel_size) = 0;
+    NORMNET_ARG(std::optional<int64_t>, stride) = std::nullopt;
+    NORMNET_ARG(int64_t, padding) = 0;
+    NORMNET_ARG(int64_t, dilation) = 1;
+    NORMNET_ARG(bool, ceil_mode) = false;
 };
 
 /// The maximum over each window of [N, C, L] (max_pool1d).
@@ -124,11 +125,12 @@ private:
 
 /// Options of AvgPool1d (torch.nn.AvgPool1d); a stride not given is the kernel size.
 struct AvgPool1dOptions {
-    int64_t kernel_size = 0;
-    std::optional<int64_t> stride = std::nullopt;
-    int64_t padding = 0;
-    bool ceil_mode = false;
-    bool count_include_pad = true;
+    using Self = AvgPool1dOptions;
+    NORMNET_ARG(int64_t, kernel_size) = 0;
+    NORMNET_ARG(std::optional<int64_t>, stride) = std::nullopt;
+    NORMNET_ARG(int64_t, padding) = 0;
+    NORMNET_ARG(bool, ceil_mode) = false;
+    NORMNET_ARG(bool, count_include_pad) = true;
 };
 
 /// The mean over each window of [N, C, L] (avg_pool1d).
@@ -147,7 +149,8 @@ private:
 
 /// Options of AdaptiveAvgPool1d and AdaptiveMaxPool1d.
 struct AdaptiveAvgPool1dOptions {
-    int64_t output_size = 0;
+    using Self = AdaptiveAvgPool1dOptions;
+    NORMNET_ARG(int64_t, output_size) = 0;
 };
 using AdaptiveMaxPool1dOptions = AdaptiveAvgPool1dOptions;
 /// Options of AdaptiveMaxPool2d (torch.nn.AdaptiveMaxPool2d).

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/ops.hpp"
@@ -15,10 +16,11 @@ namespace normnet {
 /// Options of Upsample (torch.nn.Upsample): the output's spatial size or the factor to scale by
 /// (exactly one; one value stands for every spatial dim).
 struct UpsampleOptions {
-    std::optional<std::vector<int64_t>> size = std::nullopt;
-    std::optional<std::vector<double>> scale_factor = std::nullopt;
-    std::string mode = "nearest";  // "nearest", "linear" or "bilinear"
-    std::optional<bool> align_corners = std::nullopt;
+    using Self = UpsampleOptions;
+    NORMNET_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+    NORMNET_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+    NORMNET_ARG(std::string, mode) = "nearest";  // "nearest", "linear" or "bilinear"
+    NORMNET_ARG(std::optional<bool>, align_corners) = std::nullopt;
 };
 
 /// interpolate(x, size or scale_factor, mode, align_corners), printed as PyTorch's
