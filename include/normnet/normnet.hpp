@@ -18,6 +18,8 @@
 #include "normnet/onnx.hpp"
 #include "normnet/ops.hpp"
 #include "normnet/optim.hpp"
+#include "normnet/table.hpp"
+#include "normnet/table_schema.hpp"
 #include "normnet/tensor.hpp"
 #include "normnet/text.hpp"
 #include "normnet/threads.hpp"

@@ -1,27 +1,23 @@
 // The IDX reader. IDX layout: two zero bytes, a type code (0x08 = unsigned byte), the number of
 // dimensions, one big-endian uint32 per dimension, then the elements, row-major.
-// Files may be raw or gzipped (told apart by gzip's magic bytes, not the name). The header is
+// Files may be raw or gzipped (file_stream.hpp). The header is
 // checked against what the file can really hold before anything is allocated, so a corrupt or
 // hostile header is an error message, never a huge allocation.
 #include "normnet/idx.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <limits>
-#include <memory>
 #include <optional>
 
+#include "file_stream.hpp"
 #include "normnet/error.hpp"
 
 namespace normnet {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::FileStream;
 
 constexpr int kUnsignedByte = 0x08;
 constexpr uint32_t kImagesMagic = 0x00000803;  // 2051: unsigned bytes, 3 dims
@@ -37,90 +33,6 @@ constexpr size_t kChunk = size_t{1} << 20;
 uint32_t big_endian_u32(const uint8_t* p) {
     return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
 }
-
-struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-};
-struct GzCloser {
-    void operator()(gzFile_s* g) const { gzclose(g); }
-};
-
-// One IDX file opened for reading front to back, raw or gzipped.
-class IdxStream {
-public:
-    explicit IdxStream(const std::string& path) : path_(path) {
-        errno = 0;
-        file_.reset(std::fopen(path.c_str(), "rb"));
-        if (!file_) fail("cannot open ", path, ": ", std::strerror(errno));
-        std::error_code ec;
-        file_size = fs::file_size(path, ec);
-        if (ec) fail("cannot read ", path, ": ", ec.message());
-        uint8_t magic[2] = {0, 0};
-        gzip = std::fread(magic, 1, 2, file_.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-        if (gzip) {
-            open_gzip();
-        } else {
-            std::rewind(file_.get());
-        }
-    }
-
-    /// Reads up to n bytes into dst; returns fewer only where the data ends.
-    size_t read(uint8_t* dst, size_t n) {
-        if (!gzip) {
-            size_t got = std::fread(dst, 1, n, file_.get());
-            if (got < n && std::ferror(file_.get())) fail("cannot read ", path_, ": ", std::strerror(errno));
-            return got;
-        }
-        size_t total = 0;
-        while (total < n) {
-            // gzread takes an unsigned count and returns an int.
-            unsigned want = unsigned(std::min<size_t>(n - total, size_t{1} << 30));
-            int got = gzread(gz_.get(), dst + total, want);
-            if (got > 0) total += size_t(got);
-            if (got < 0 || unsigned(got) < want) {
-                int errnum = Z_OK;
-                std::string message = gzerror(gz_.get(), &errnum);
-                // Z_BUF_ERROR is zlib's "unexpected end of file": the caller reports it as truncation.
-                if (errnum == Z_BUF_ERROR) truncated_ = true;
-                else if (errnum != Z_OK) {
-                    // zlib puts the path in front of its messages; we do that ourselves.
-                    if (message.starts_with(path_ + ": ")) message.erase(0, path_.size() + 2);
-                    fail(path_, ": corrupt gzip data: ", message);
-                }
-                break;
-            }
-        }
-        return total;
-    }
-
-    /// True once a gzip stream has ended before its end-of-stream marker and trailer.
-    bool truncated() const { return truncated_; }
-
-    bool gzip = false;
-    uint64_t file_size = 0;
-    /// The gzip trailer's ISIZE: the uncompressed size mod 2^32 (of the last member only).
-    std::optional<uint32_t> gzip_isize;
-
-private:
-    void open_gzip() {
-        uint8_t trailer[4];
-        if (file_size >= 18 && std::fseek(file_.get(), -4, SEEK_END) == 0 &&
-            std::fread(trailer, 1, 4, file_.get()) == 4) {
-            gzip_isize = uint32_t{trailer[0]} | uint32_t{trailer[1]} << 8 | uint32_t{trailer[2]} << 16 |
-                         uint32_t{trailer[3]} << 24;
-        }
-        file_.reset();
-        errno = 0;
-        gz_.reset(gzopen(path_.c_str(), "rb"));
-        if (!gz_) fail("cannot open ", path_, ": ", errno ? std::strerror(errno) : "out of memory");
-        gzbuffer(gz_.get(), 1u << 17);  // zlib's 8 KiB default makes big files needlessly slow
-    }
-
-    std::string path_;
-    std::unique_ptr<std::FILE, FileCloser> file_;
-    std::unique_ptr<gzFile_s, GzCloser> gz_;
-    bool truncated_ = false;
-};
 
 // The product of the dimensions, or nullopt if the product of the non-zero ones overflows int64
 // (a corrupt or hostile header). A zero count does not excuse huge image sizes: rows * cols must
@@ -162,7 +74,7 @@ struct IdxData {
 // run on the first N images does not hold the whole file at its peak; the rest is still read
 // (gzip) or measured (raw), so a truncated or corrupt file is an error either way.
 IdxData read_idx(const std::string& path, uint32_t magic, const char* what, int64_t max_records) {
-    IdxStream in(path);
+    FileStream in(path);
     const int ndim = int(magic & 0xff);
     const uint64_t header_bytes = 4 + 4 * uint64_t(ndim);
 
