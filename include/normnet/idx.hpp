@@ -10,10 +10,11 @@
 
 namespace normnet {
 
-/// `count` greyscale images of rows x cols bytes, as stored in an IDX file.
+/// `count` images of channels x rows x cols bytes (IDX files: greyscale, one channel).
 struct ImageSet {
     int64_t count = 0, rows = 0, cols = 0;
-    std::vector<uint8_t> pixels;  ///< [count, rows * cols], row-major
+    std::vector<uint8_t> pixels;  ///< [count, channels, rows, cols], row-major
+    int64_t channels = 1;
 };
 
 /// Reads an IDX image file (magic 2051: unsigned bytes, 3 dims), raw or gzip-compressed; keeps
@@ -33,8 +34,8 @@ struct Dataset {
 
     /// Number of examples.
     int64_t size() const { return images.count; }
-    /// Values per example: rows * cols.
-    int64_t features() const { return images.rows * images.cols; }
+    /// Values per example: channels * rows * cols.
+    int64_t features() const { return images.channels * images.rows * images.cols; }
 };
 
 /// Reads an image file and its label file; checks that the counts agree and every (kept) label <

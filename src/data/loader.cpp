@@ -47,6 +47,7 @@ Dataset take(const Dataset& dataset, int64_t n) {
     out.num_classes = dataset.num_classes;
     out.images.rows = dataset.images.rows;
     out.images.cols = dataset.images.cols;
+    out.images.channels = dataset.images.channels;
     out.images.count = std::min(n, dataset.size());
     const auto pixels = static_cast<size_t>(out.images.count * dataset.features());
     out.images.pixels.assign(dataset.images.pixels.begin(), dataset.images.pixels.begin() + static_cast<std::ptrdiff_t>(pixels));
