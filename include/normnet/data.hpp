@@ -41,7 +41,7 @@ struct ImageTransform {
 /// One mini-batch. `labels` holds int64 class indices (image datasets, tensors with int64
 /// labels); `targets` holds float targets when the loader was built from float targets.
 struct Batch {
-    Tensor inputs;   // [B, 1, rows, cols] for images (as torchvision's MNIST), [B, features...] for tensors
+    Tensor inputs;   // [B, channels, rows, cols] for images (as torchvision gives them), [B, features...] for tensors
     Tensor targets;  // [B, ...] float32, or undefined
     Tensor labels;   // [B] int64, or undefined
     int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
@@ -54,8 +54,8 @@ NORMNET_API Dataset take(const Dataset& dataset, int64_t n);
 /// `for (const Batch& b : loader)` runs one epoch; each full pass moves to the next epoch's order.
 class NORMNET_API DataLoader {
 public:
-    /// Batches of images as floats [B, 1, rows, cols] (one channel: IDX images are greyscale) with
-    /// their labels; flatten(1) gives the [B, rows * cols] rows an MLP takes.
+    /// Batches of images as floats [B, channels, rows, cols] (IDX images: one channel) with their
+    /// labels; flatten(1) gives the [B, features] rows an MLP takes.
     DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options, ImageTransform transform = {});
     /// Batches of rows of inputs [N, ...] with the matching rows of targets [N, ...]: float32
     /// values (Batch::targets, e.g. for regression) or int64 class labels (Batch::labels).

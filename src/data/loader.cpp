@@ -136,7 +136,7 @@ void DataLoader::fill(int64_t index, Batch& batch) const {
     const int64_t* rows = order_.data() + start;
     if (images_) {
         const int64_t F = images_->features();
-        ensure_shape(batch.inputs, {B, 1, images_->images.rows, images_->images.cols});
+        ensure_shape(batch.inputs, {B, images_->images.channels, images_->images.rows, images_->images.cols});
         // Each value computed as PyTorch does (x / 255, then (x - mean) / std, in float32), so a
         // batch is bit for bit what torchvision would give; plain divisions vectorise well.
         float* dst = batch.inputs.data();
