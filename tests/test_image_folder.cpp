@@ -1,11 +1,12 @@
 // Tests of image folders: PNG and JPEG files written here (grey and RGB) read back by class, the
 // channels and size chosen or asked for, a test split read with its training split's classes, and
 // every malformed folder or file rejected with a message naming it.
+#include <cstdio>  // before jpeglib.h, which needs FILE and size_t
+
 #include <jpeglib.h>
 #include <png.h>
 
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,6 +19,7 @@
 using Catch::Matchers::Contains;
 using namespace normnet;
 using namespace normnet::data;
+using normnet::test::ScratchDir;
 namespace fs = std::filesystem;
 
 namespace {

@@ -16,6 +16,7 @@
 using Catch::Matchers::Contains;
 using namespace normnet;
 using namespace normnet::data;
+using normnet::test::ScratchDir;
 
 namespace {
 

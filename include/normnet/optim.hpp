@@ -871,20 +871,20 @@ enum class CyclicMode {
 /// Whether CyclicLR's scale function is given the cycle number or the iteration.
 enum class CyclicScaleMode { cycle, iterations };
 
-/// Options of CyclicLR, with torch's defaults (torch requires base_lr and max_lr).
+/// Options of CyclicLR, with torch's defaults (torch requires base_lr and max_lr). A plain
+/// aggregate, without the builder form: its std::function member rules that out.
 struct CyclicLROptions {
-    using Self = CyclicLROptions;
-    NORMNET_ARG(PerGroup, base_lr){};                 ///< the lower lr, one for all groups or one per group (required)
-    NORMNET_ARG(PerGroup, max_lr){};                  ///< the upper lr (required)
-    NORMNET_ARG(int64_t, step_size_up) = 2000;        ///< iterations of the rising half of a cycle, >= 1
-    NORMNET_ARG(std::optional<int64_t>, step_size_down) = std::nullopt;  ///< of the falling half; unset: step_size_up
-    NORMNET_ARG(CyclicMode, mode) = CyclicMode::triangular;
-    NORMNET_ARG(double, gamma) = 1.0;                 ///< exp_range's factor per iteration
+    PerGroup base_lr{};                 ///< the lower lr, one for all groups or one per group (required)
+    PerGroup max_lr{};                  ///< the upper lr (required)
+    int64_t step_size_up = 2000;        ///< iterations of the rising half of a cycle, >= 1
+    std::optional<int64_t> step_size_down = std::nullopt;  ///< of the falling half; unset: step_size_up
+    CyclicMode mode = CyclicMode::triangular;
+    double gamma = 1.0;                 ///< exp_range's factor per iteration
     std::function<double(double)> scale_fn = nullptr;  ///< a custom scaling in [0, 1] (mode is then ignored)
-    NORMNET_ARG(CyclicScaleMode, scale_mode) = CyclicScaleMode::cycle;  ///< what scale_fn is given (with scale_fn only)
-    NORMNET_ARG(bool, cycle_momentum) = true;         ///< move the momentum (SGD, RMSprop) inversely to the lr
-    NORMNET_ARG(PerGroup, base_momentum) = 0.8;
-    NORMNET_ARG(PerGroup, max_momentum) = 0.9;
+    CyclicScaleMode scale_mode = CyclicScaleMode::cycle;  ///< what scale_fn is given (with scale_fn only)
+    bool cycle_momentum = true;         ///< move the momentum (SGD, RMSprop) inversely to the lr
+    PerGroup base_momentum = 0.8;
+    PerGroup max_momentum = 0.9;
 };
 
 /// torch's CyclicLR (Smith 2017), stepped once per batch: each group's lr goes from base_lr up

@@ -87,8 +87,8 @@ ImageSet allocate(int64_t count, int channels, int64_t height, int64_t width) {
     const int64_t per_image = channels * height * width;
     NORMNET_CHECK(count <= std::numeric_limits<int64_t>::max() / per_image, "too many images: ", count, " of ",
                   per_image, " bytes");
-    ImageSet images{.count = count, .rows = height, .cols = width};
-    images.channels = channels;
+    ImageSet images;
+    images.count = count, images.rows = height, images.cols = width, images.channels = channels;
     images.pixels.resize(size_t(count * per_image));
     return images;
 }
