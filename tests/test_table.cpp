@@ -105,7 +105,7 @@ TEST_CASE("read_csv rejects malformed files with the file, the line and the colu
     CHECK_THROWS_WITH(read_csv(corrupt), Contains(corrupt));
 }
 
-TEST_CASE("Table finds columns by name or index; take_rows selects rows", "[table]") {
+TEST_CASE("Table finds columns by name or index, and take_rows selects rows", "[table]") {
     CsvFiles dir;
     const Table t = read_csv(dir.write("t.csv", "a,b,3\n1,x,5\n2,y,6\n"));
     CHECK(t.find_column("b") == 1);

@@ -30,7 +30,10 @@ public:
         text_.clear();
         ends_.clear();
         int c = get();
-        while (c == '\n' || c == '\r') c = end_line(c);  // blank lines
+        while (c == '\n' || c == '\r') {  // blank lines
+            end_line(c);
+            c = get();
+        }
         if (c == -1) return false;
         record_line_ = line_;
         for (;;) {
@@ -83,11 +86,10 @@ private:
         if (c != -1) --pos_;
         return c;
     }
-    // Consumes a line end starting with c ('\n', '\r' or "\r\n") and returns the next byte.
-    int end_line(int c) {
+    // Consumes the rest of a line end that starts with c ('\n', '\r' or "\r\n").
+    void end_line(int c) {
         if (c == '\r' && peek() == '\n') get();
         ++line_;
-        return get();
     }
     // Reads a quoted field after its opening quote; returns the byte after the closing quote.
     int quoted_field() {
