@@ -268,9 +268,11 @@ SafetensorsData load_safetensors(const std::string& path) {
     NORMNET_CHECK(file_size >= 8, path, ": not a safetensors file (", file_size, " bytes, shorter than its 8-byte header length)");
     char first[8];
     in.read(first, 8);
-    check_not_pytorch_file(path, std::string_view(first, 8));
     uint64_t header_size = 0;
     std::memcpy(&header_size, first, 8);
+    // Only a file that is no safetensors file is looked at as PyTorch's: a safetensors header
+    // length can begin with a pickle's bytes (0x80, 2: a length of 0x280 + 65536 k).
+    if (header_size > kMaxHeaderBytes || header_size > file_size - 8) check_not_pytorch_file(path, std::string_view(first, 8));
     NORMNET_CHECK(header_size <= kMaxHeaderBytes && header_size <= file_size - 8, path, ": corrupt safetensors header length ",
           header_size, " (file has ", file_size, " bytes)");
     std::string text(header_size, '\0');
@@ -280,6 +282,7 @@ SafetensorsData load_safetensors(const std::string& path) {
     try {
         header = Json::parse(text);
     } catch (const nlohmann::json::exception& e) {
+        check_not_pytorch_file(path, std::string_view(first, 8));
         fail(path, ": corrupt safetensors header: ", e.what());
     }
     NORMNET_CHECK(header.is_object(), path, ": corrupt safetensors header: not a JSON object");

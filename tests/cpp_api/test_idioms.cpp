@@ -296,5 +296,10 @@ TEST_CASE("idioms: a torch.save file given as safetensors says what it is and ho
     CHECK_THROWS_WITH(load_safetensors(pickle), Contains("a pickle, as torch.save wrote before PyTorch 1.6"));
     Sequential model{Linear(2, 2)};
     CHECK_THROWS_WITH(load(model, zip), Contains("not safetensors"));
+    // A safetensors header of 0x280 bytes begins as a pickle does (0x80, 0x02): still safetensors.
+    const std::string header = "{\"__metadata__\": {\"k\": \"v\"}}" + std::string(640 - 28, ' ');
+    const std::string length("\x80\x02\x00\x00\x00\x00\x00\x00", 8);
+    std::ofstream(dir / "tricky.safetensors", std::ios::binary) << length << header;
+    CHECK(load_safetensors((dir / "tricky.safetensors").string()).metadata.at("k") == "v");
     std::filesystem::remove_all(dir);
 }
