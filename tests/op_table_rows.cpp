@@ -122,6 +122,11 @@ std::vector<OpRow> pointwise_rows() {
          .also = {{"Tensor::maximum", call([](In in, A) { return in[0].maximum(in[1]); })}}},
         {.name = "minimum", .api = "minimum", .call = call([](In in, A) { return minimum(in[0], in[1]); }),
          .also = {{"Tensor::minimum", call([](In in, A) { return in[0].minimum(in[1]); })}}},
+        // The remainders jump where a / b crosses an integer: a numeric gradient across a jump is not
+        // the derivative, so their gradients are checked against torch's only.
+        {.name = "remainder", .api = "remainder", .call = call([](In in, A) { return remainder(in[0], in[1]); }),
+         .gradcheck = false},
+        {.name = "fmod", .api = "fmod", .call = call([](In in, A) { return fmod(in[0], in[1]); }), .gradcheck = false},
         {.name = "add_alpha", .api = "add", .call = call([](In in, A a) { return add(in[0], in[1], a.f("alpha")); }),
          .also = {{"Tensor::add", call([](In in, A a) { return in[0].add(in[1], a.f("alpha")); })}}},
         {.name = "sub_alpha", .api = "sub", .call = call([](In in, A a) { return sub(in[0], in[1], a.f("alpha")); }),

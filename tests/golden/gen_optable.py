@@ -403,7 +403,9 @@ BINARY = [("add", "torch.add", lambda a, b: torch.add(a, b), "randn", "randn"),
           ("div", "torch.div", lambda a, b: torch.div(a, b), "randn", "positive"),
           ("pow", "torch.pow", lambda a, b: torch.pow(a, b), "positive", "randn"),
           ("maximum", "torch.maximum", torch.maximum, "distinct", "distinct"),
-          ("minimum", "torch.minimum", torch.minimum, "distinct", "distinct")]
+          ("minimum", "torch.minimum", torch.minimum, "distinct", "distinct"),
+          ("remainder", "torch.remainder", torch.remainder, "randn", "positive"),
+          ("fmod", "torch.fmod", torch.fmod, "randn", "positive")]
 for _name, _torch, _fn, _va, _vb in BINARY:
     row("pointwise", _name, _torch, _fn, binary_samples(_va, _vb))
 row("pointwise", "add_alpha", "torch.add(alpha=)", lambda a, b, alpha: torch.add(a, b, alpha=alpha),
