@@ -12,6 +12,7 @@
 #include "normnet/function.hpp"
 #include "normnet/gradcheck.hpp"
 #include "normnet/idx.hpp"
+#include "normnet/image_folder.hpp"
 #include "normnet/layers.hpp"
 #include "normnet/models.hpp"
 #include "normnet/module.hpp"

@@ -13,13 +13,11 @@ Dropout::Dropout(const DropoutOptions& options) : options_(options) {
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, options_.p, is_training()); }
 
-std::string Dropout::extra_repr() const { return detail::dropout_repr(options_.p); }
+std::string Dropout::extra_repr() const { return FeatureDropoutParts::repr(options_.p); }
 
-namespace detail {
-void check_dropout_probability(const char* layer, double p) {
+void FeatureDropoutParts::check_probability(const char* layer, double p) {
     NORMNET_CHECK(p >= 0.0 && p <= 1.0, layer, ": dropout probability has to be between 0 and 1, but got ", p);
 }
-std::string dropout_repr(double p) { return "p=" + python_float_repr(p) + ", inplace=False"; }
-}  // namespace detail
+std::string FeatureDropoutParts::repr(double p) { return "p=" + detail::python_float_repr(p) + ", inplace=False"; }
 
 }  // namespace normnet

@@ -40,11 +40,11 @@ using Dropout1dOptions = DropoutOptions;
 using Dropout2dOptions = DropoutOptions;
 using Dropout3dOptions = DropoutOptions;
 
-namespace detail {
-/// The channel dropouts' shared parts: the check of p (naming the layer) and the repr.
-NORMNET_API void check_dropout_probability(const char* layer, double p);
-NORMNET_API std::string dropout_repr(double p);
-}  // namespace detail
+/// The channel dropouts' shared parts, out of line: the check of p (naming the layer) and the repr.
+struct NORMNET_API FeatureDropoutParts {
+    static void check_probability(const char* layer, double p);
+    static std::string repr(double p);
+};
 
 /// Channel dropout (dropout1d/2d/3d): in training, zeroes whole channels of a sample with
 /// probability p and scales the rest by 1 / (1 - p); in eval mode returns its input.
@@ -52,12 +52,12 @@ template <class Derived, Tensor (*drop)(const Tensor&, double, bool, Generator&)
 class FeatureDropoutModule : public Cloneable<Derived> {
 public:
     explicit FeatureDropoutModule(const DropoutOptions& options) : options_(options) {
-        detail::check_dropout_probability(Derived::kName, options.p);
+        FeatureDropoutParts::check_probability(Derived::kName, options.p);
     }
     explicit FeatureDropoutModule(double p = 0.5) : FeatureDropoutModule(DropoutOptions{p}) {}
     Tensor forward(const Tensor& x) override { return drop(x, options_.p, this->is_training(), default_generator()); }
     std::string type_name() const override { return Derived::kName; }
-    std::string extra_repr() const override { return detail::dropout_repr(options_.p); }
+    std::string extra_repr() const override { return FeatureDropoutParts::repr(options_.p); }
     const DropoutOptions& options() const { return options_; }
 
 private:

@@ -27,26 +27,27 @@ using ConstantPad1dOptions = PadOptions;
 using ConstantPad2dOptions = PadOptions;
 using ZeroPad2dOptions = PadOptions;
 
-namespace detail {
-/// padding with one value expanded to every side of `dims` dims, checked (naming the layer).
-NORMNET_API std::vector<int64_t> expand_padding(const char* layer, const std::vector<int64_t>& padding, int dims);
-/// "(1, 2)" or "padding=(1, 2), value=0.0", as PyTorch prints the pads.
-NORMNET_API std::string pad_repr(const std::vector<int64_t>& padding, bool constant, double value);
-}  // namespace detail
+/// The padding layers' shared parts, out of line.
+struct NORMNET_API PadParts {
+    /// padding with one value expanded to every side of `dims` dims, checked (naming the layer).
+    static std::vector<int64_t> expand(const char* layer, const std::vector<int64_t>& padding, int dims);
+    /// "(1, 2)" or "padding=(1, 2), value=0.0", as PyTorch prints the pads.
+    static std::string repr(const std::vector<int64_t>& padding, bool constant, double value);
+};
 
 /// A padding layer: pad(x, padding, Derived::kMode, value) over the last kDims dims.
 template <class Derived, int kDims>
 class PadModule : public Cloneable<Derived> {
 public:
     explicit PadModule(const PadOptions& options)
-        : options_{detail::expand_padding(Derived::kName, options.padding, kDims), options.value} {}
+        : options_{PadParts::expand(Derived::kName, options.padding, kDims), options.value} {}
     /// ReflectionPad2d(2), ReflectionPad2d({1, 1, 2, 0}), as libtorch's.
     explicit PadModule(std::vector<int64_t> padding) : PadModule(PadOptions{std::move(padding)}) {}
     explicit PadModule(int64_t padding) : PadModule(PadOptions{{padding}}) {}
     Tensor forward(const Tensor& x) override { return pad(x, options_.padding, Derived::kMode, options_.value); }
     std::string type_name() const override { return Derived::kName; }
     std::string extra_repr() const override {
-        return detail::pad_repr(options_.padding, Derived::kConstantRepr, options_.value);
+        return PadParts::repr(options_.padding, Derived::kConstantRepr, options_.value);
     }
     /// The options, padding expanded to both sides of each dim.
     const PadOptions& options() const { return options_; }
