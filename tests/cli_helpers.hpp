@@ -231,6 +231,17 @@ inline void write_synthetic_mnist(const fs::path& dir, uint32_t train, uint32_t 
     }
 }
 
+// A small fortune file for the language model: `records` records separated by % lines.
+inline std::string fortunes(int records) {
+    std::string text;
+    for (int k = 0; k < records; ++k) {
+        text += "The quick brown fox " + std::to_string(k) + " jumps over the lazy dog.\n";
+        text += k % 3 ? "-- Anonymous\n" : "Pack my box with five dozen liquor jugs.\n";
+        text += "%\n";
+    }
+    return text;
+}
+
 // A usage or input error: status, one line naming what is wrong, nothing on stdout or on disk.
 inline void require_failure(const TempDir& dir, const std::vector<std::string>& args, int status,
                             const std::vector<std::string>& mentions) {

@@ -47,16 +47,7 @@ private:
 
 std::shared_ptr<Module> bigram(const LmSpec& s) { return std::make_shared<Bigram>(s); }
 
-// A small fortune file: records separated by % lines.
-std::string fortunes(int records) {
-    std::string text;
-    for (int k = 0; k < records; ++k) {
-        text += "The quick brown fox " + std::to_string(k) + " jumps over the lazy dog.\n";
-        text += k % 3 ? "-- Anonymous\n" : "Pack my box with five dozen liquor jugs.\n";
-        text += "%\n";
-    }
-    return text;
-}
+using normnet::test::fortunes;
 
 std::string write(const std::filesystem::path& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;

@@ -229,7 +229,7 @@ TEST_CASE("nn seq: TransformerEncoderLayer refuses unknown activations and norms
     CHECK_THROWS_WITH(TransformerEncoderLayer(TransformerEncoderLayerOptions{.d_model = 4, .nhead = 2, .activation = "tanh"}),
                       Contains("activation should be relu or gelu"));
     CHECK_THROWS_WITH(TransformerEncoderLayer(TransformerEncoderLayerOptions{.d_model = 4, .nhead = 2, .norm = "group"}),
-                      Contains("unknown norm 'group'") && Contains("layer, rms, batch or none"));
+                      Contains("unknown norm 'group'") && Contains("layer, batch, rms or none"));
     CHECK_THROWS_WITH(SequenceBatchNorm(3).forward(randn({3})), Contains("SequenceBatchNorm"));
 }
 

@@ -46,10 +46,10 @@ TEST_CASE("seq-cli: the vit and lstm rows describe, count and build issue 13's m
     CHECK(vit.to_json() == R"({"type":"vit","inputs":784,"image":[1,28,28],"patch":7,"d_model":64,"layers":4,"heads":4,)"
                            R"("dim_feedforward":128,"norm_placement":"pre","classes":10,"norm":"layer"})");
     CHECK(vit.str() == "vit 28x28 patch 7 (17 tokens) d64 x4 blocks 4 heads ff128 pre-LN layer");
-    CHECK(cli::norm_choices(vit.kind().site, ",") == "layer,batch,rms,none");
+    CHECK(normnet::norm_choices(vit.kind().site, ",") == "layer,batch,rms,none");
     const cli::ModelSpec lstm = cli::ModelSpec::defaults("lstm");
     CHECK(lstm.str() == "lstm 28 steps x 28 pixels, hidden 128 x1 layers layer");
-    CHECK(cli::norm_choices(lstm.kind().site, ",") == "layer,none");
+    CHECK(normnet::norm_choices(lstm.kind().site, ",") == "layer,none");
     // Without normalisation every parameter is one the row counts.
     for (cli::ModelSpec spec : {vit, lstm}) {
         spec.norm = "none";

@@ -79,10 +79,10 @@ std::pair<double, double> time_two(double budget, const std::function<void(const
     return {median(first), median(second)};
 }
 
-// ---- the GEMM floor: the lowered products alone (apps/normnet/gemm_floor.hpp, the CNN's
+// ---- the GEMM floor: the lowered products alone (normnet/gemm_floor.hpp, the CNN's
 // products from its registry row, as `normnet bench --model cnn` times them) ----------------
 
-using cli::FloorPass;
+using bench::FloorPass;
 
 // ---- the model -------------------------------------------------------------------------------
 
@@ -199,7 +199,7 @@ void bench_batch(int64_t B, const std::string& norm, double budget, bool step_on
     cli::ModelSpec spec = cli::ModelSpec::defaults("cnn");
     spec.norm = norm;
     std::vector<FloorPass> passes;
-    for (const cli::FloorLayer& l : spec.kind().gemm_products(spec, B)) {
+    for (const bench::FloorLayer& l : spec.kind().gemm_products(spec, B)) {
         passes.emplace_back(l.forward, l.images);
         passes.emplace_back(l.backward, l.images);
     }

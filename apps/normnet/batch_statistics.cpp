@@ -53,17 +53,18 @@ struct ChannelMoments {
 
 }  // namespace
 
-void recompute_population_statistics(Sequential& model, const Dataset& data) {
+void recompute_population_statistics(Module& model, const Dataset& data) {
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
     auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
-    for (size_t k = 0; k < model.size(); ++k) {
-        if (std::dynamic_pointer_cast<BatchNormBase>(model[k]) == nullptr) continue;
+    const std::vector<std::shared_ptr<Module>> layers = model.children();
+    for (size_t k = 0; k < layers.size(); ++k) {
+        if (std::dynamic_pointer_cast<BatchNormBase>(layers[k]) == nullptr) continue;
         ChannelMoments moments;
         for (const Batch& batch : DataLoader(shared, DataLoaderOptions{.batch_size = 500, .shuffle = false})) {
             Tensor h = batch.inputs.flatten(1);
-            for (size_t j = 0; j < k; ++j) h = model[j]->forward(h);
+            for (size_t j = 0; j < k; ++j) h = layers[j]->forward(h);
             moments.add(h.contiguous());
         }
         std::vector<float> mean, var;
@@ -72,7 +73,7 @@ void recompute_population_statistics(Sequential& model, const Dataset& data) {
             var.push_back(static_cast<float>(moments.m2[c] / std::max(1.0, moments.count - 1)));  // unbiased, as running_var
         }
         const auto C = static_cast<int64_t>(mean.size());
-        for (auto& [name, buffer] : model[k]->named_buffers()) {
+        for (auto& [name, buffer] : layers[k]->named_buffers()) {
             if (name == "running_mean") buffer.copy_(from_vector(mean, {C}));
             if (name == "running_var") buffer.copy_(from_vector(var, {C}));
         }

@@ -12,11 +12,12 @@
 
 namespace normnet::cli {
 
-/// Replaces the running_mean and running_var of every BatchNorm layer directly inside `model`
-/// (in order, each with the statistics the layers before it now give) by the mean and unbiased
+/// Replaces the running_mean and running_var of every BatchNorm layer among the children of
+/// `model`, a model whose forward runs its children in order (in order, each with the statistics
+/// the children before it now give) by the mean and unbiased
 /// variance of its inputs over all of `data` in eval mode. Statistics in double, per batch two
 /// passes, combined across batches by Chan's formula.
-void recompute_population_statistics(Sequential& model, const Dataset& data);
+void recompute_population_statistics(Module& model, const Dataset& data);
 
 /// The buffers of a model (running statistics), to put back after measuring.
 class SavedBuffers {

@@ -70,8 +70,8 @@ private:
         full_.release();
         if (last_) last_->release();
     }
-    StepFloor full_;
-    std::optional<StepFloor> last_;
+    bench::StepFloor full_;
+    std::optional<bench::StepFloor> last_;
     int64_t steps_;
 };
 

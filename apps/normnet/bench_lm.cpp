@@ -32,7 +32,7 @@ const std::set<std::string> kBenchLmOptions{"--model", "--batch-sizes", "--norms
 std::vector<FloorLayer> lm_gemm_products(const LmSpec& spec, int64_t batch) {
     std::vector<FloorLayer> layers;
     for (int64_t l = 0; l < spec.n_layers; ++l) {
-        add_encoder_layer_products(layers, batch, spec.context, spec.d_model, spec.n_heads, 4 * spec.d_model);
+        bench::add_encoder_layer_products(layers, batch, spec.context, spec.d_model, spec.n_heads, 4 * spec.d_model);
     }
     add_linear_products(layers, spec.d_model, {spec.vocab_size}, batch * spec.context, true);  // the head
     return layers;
@@ -131,7 +131,7 @@ void run_bench_lm(const CLI::App& cmd) {
         std::fflush(stdout);
     }
     for (int64_t batch : batches) {
-        StepFloor floor(lm_gemm_products(spec, batch));
+        bench::StepFloor floor(lm_gemm_products(spec, batch));
         floor.release();  // its operands come back between training intervals (untimed)
         for (const auto& norm : norms) {
             LmConfig c = base;

@@ -8,8 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <vector>
 
-#include "gemm_floor.hpp"
 #include "lm_config.hpp"
+#include "models.hpp"
 
 namespace normnet::cli {
 

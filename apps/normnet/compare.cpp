@@ -178,10 +178,10 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<c
     model.train();
     r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch, classes), *test);
     saved.restore();
-    // Precise statistics walk a Sequential layer by layer; inside a library model (the ViT's
-    // blocks) there is no such walk, and the cell stays NaN ("n/a").
-    if (auto* layers = dynamic_cast<Sequential*>(&model)) {
-        recompute_population_statistics(*layers, *train_subset);
+    // Precise statistics walk the model layer by layer; inside a model whose forward is not its
+    // layers in order (the ViT's blocks) there is no such walk, and the cell stays NaN ("n/a").
+    if (trainer.config().model.kind().layers_in_order) {
+        recompute_population_statistics(model, *train_subset);
         r.precise_test_acc = trainer.evaluate(*test).accuracy;
     }
     saved.restore();
@@ -605,7 +605,8 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
     }
     const std::string dir = a.out.empty() ? "compare" : a.out;
     const StopOnSignal signals;
-    prepare_output_folder(dir, "--out", kCompareFiles, kCompareFiles, a.overwrite, false);
+    std::unique_ptr<FolderLock> lock;  // held until the grid ends
+    prepare_output_folder(dir, "--out", kCompareFiles, kCompareFiles, a.overwrite, false, lock);
 
     const int64_t total_runs = static_cast<int64_t>(norms.size() * batches.size()) * a.seeds;
     const bool tty = stdout_is_terminal();

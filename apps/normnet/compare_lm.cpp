@@ -593,7 +593,8 @@ void run_compare_lm(const CLI::App& cmd, const std::string& command_line) {
         for (int64_t b : a.batches) LmTrainer(run_config(a, a.norms.front(), p, b, 0), corpus, build_char_transformer);
     }
     const StopOnSignal signals;
-    prepare_output_folder(a.out, "--out", kLmFiles, kLmFiles, a.overwrite, false);
+    std::unique_ptr<FolderLock> lock;  // held until the grid ends
+    prepare_output_folder(a.out, "--out", kLmFiles, kLmFiles, a.overwrite, false, lock);
 
     const int64_t total_runs = static_cast<int64_t>(a.norms.size() * a.placements.size() * a.batches.size()) * a.seeds;
     const bool tty = stdout_is_terminal();

@@ -139,9 +139,10 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
     const StopOnSignal signals;
+    std::unique_ptr<FolderLock> lock;  // held until the run ends
     const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
     if (leader) {
-        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
+        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing, lock,
                               "--resume " + dir + " to continue it");
         if (continuing) settle_checkpoint_folder(checkpoint);
         if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
@@ -208,12 +209,12 @@ void run_lm_train(LmTrainArgs& args, const CLI::App& cmd, const LmModelFactory& 
             if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
     } catch (const NonFinite& e) {
-        if (!saved && leader) discard_run_folder(dir, existed);
+        if (!saved && leader) discard_run_folder(dir, existed, lock);
         fail(e.what(), "; stopped without saving, ",
              saved ? "the last checkpoint in " + dir + " is kept" : std::string("no checkpoint was written"),
              " (try a lower --lr or --clip)");
     } catch (...) {
-        if (!saved && leader) discard_run_folder(dir, existed);
+        if (!saved && leader) discard_run_folder(dir, existed, lock);
         throw;
     }
     if (!leader) return;

@@ -1,13 +1,12 @@
-// The registry row of the CNN (`--model cnn`): for each of --channels, conv 3x3 (padding 1) ->
-// norm -> ReLU -> max-pool 2 (run as max-pool then ReLU, the same function; with a norm, the three as one
-// fused op, see CnnSequential); then flatten, Linear -> ReLU for each of --fc, and the output
-// Linear. The default, 32,64 channels and fc 128 on 1x28x28 images, is issue 12's network:
-// conv 1->32, conv 32->64, linear 3136->128, linear 128->10. Its first module reshapes the
-// loader's [N, 784] rows into [N, 1, 28, 28] images (torch.nn.Unflatten, no state), so the
+// The registry row of the CNN (`--model cnn`): normnet::models::CNN, for each of --channels conv
+// 3x3 (padding 1) -> norm -> max-pool 2 -> ReLU (the norm's fused op), then flatten, Linear ->
+// ReLU for each of --fc, and the output Linear. The default, 32,64 channels and fc 128 on 1x28x28
+// images, is issue 12's network: conv 1->32, conv 32->64, linear 3136->128, linear 128->10. The
 // state_dict is that of the torch.nn.Sequential beginning with nn.Unflatten(1, (1, 28, 28)).
 #include <cmath>
 
 #include "models.hpp"
+#include "normnet/models/cnn.hpp"
 #include "run_config.hpp"
 
 namespace normnet::cli {
@@ -58,80 +57,16 @@ double parameters(const ModelSpec& spec) {
     return total + linear_stack_parameters(in * h * w, widths);
 }
 
-// The CNN's Sequential: its forward runs each norm -> MaxPool2d(2) -> ReLU as the norm layer's
-// forward_max_pool2d_relu, one op that pools and rectifies as it normalises (the normalised
-// [N, C, H, W] is never stored: at batch 128 the first block's is 12.8 MB, and its passes
-// were the largest cost outside sgemm). The same modules, state_dict and function as the plain
-// Sequential (walks over its layers, e.g. the precise BatchNorm statistics, see no difference);
-// a clone is a plain Sequential.
-class CnnSequential final : public Sequential {
-public:
-    Tensor forward(const Tensor& x) override {
-        const auto& layers = named_children();
-        Tensor h = x;
-        for (size_t i = 0; i < layers.size(); ++i) {
-            if (i + 2 < layers.size() && pools_by_2(*layers[i + 1].second) &&
-                dynamic_cast<const ReLU*>(layers[i + 2].second.get()) != nullptr) {
-                Module* norm = layers[i].second.get();
-                if (auto* bn = dynamic_cast<BatchNormBase*>(norm)) {
-                    h = bn->forward_max_pool2d_relu(h), i += 2;
-                    continue;
-                }
-                if (auto* gn = dynamic_cast<GroupNorm*>(norm)) {
-                    h = gn->forward_max_pool2d_relu(h), i += 2;
-                    continue;
-                }
-                if (auto* in = dynamic_cast<InstanceNorm2d*>(norm)) {
-                    h = in->forward_max_pool2d_relu(h), i += 2;
-                    continue;
-                }
-            }
-            h = layers[i].second->forward(h);
-        }
-        return h;
-    }
-
-private:
-    static bool pools_by_2(const Module& m) {
-        const auto* pool = dynamic_cast<const MaxPool2d*>(&m);
-        if (pool == nullptr) return false;
-        const MaxPool2dOptions& o = pool->options();
-        const bool stride_2 = !o.stride.given || (o.stride.h == 2 && o.stride.w == 2);
-        return o.kernel_size.h == 2 && o.kernel_size.w == 2 && stride_2 && o.padding.h == 0 && o.padding.w == 0 &&
-               o.dilation.h == 1 && o.dilation.w == 1 && !o.ceil_mode;
-    }
-};
-
 std::shared_ptr<Module> build(const ModelSpec& spec) {
-    const NormKind& norm = norm_kind(spec.norm);
     const Image im = image_of(spec);
-    auto model = std::make_shared<CnnSequential>();
-    model->push_back(Unflatten(1, {im.channels, im.height, im.width}));
-    int64_t in = im.channels, h = im.height, w = im.width;
-    for (int64_t c : spec.size("channels")) {
-        model->push_back(Conv2d(Conv2dOptions{.in_channels = in, .out_channels = c, .kernel_size = 3, .padding = 1}));
-        const NormShape shape{.channels = c, .extent = {c, h, w}, .groups = spec.scalar("groups")};
-        if (auto layer = norm.make(NormSite::channels, shape)) model->push_back(layer);
-        // Max-pool before ReLU: the same function and gradient (max commutes with max(., 0),
-        // and a window whose maximum is not positive passes no gradient either way), with
-        // ReLU's forward and backward over a quarter of the values: at batch 128 the 28x28
-        // activations (12.8 MB) are beyond cache, and ReLU's passes over them cost 6% of a step.
-        // No parameters: the state_dict names (Sequential indices) are unchanged.
-        model->push_back(MaxPool2d(2));
-        model->push_back(ReLU());
-        in = c;
-        h /= 2;
-        w /= 2;
-    }
-    model->push_back(Flatten());
-    int64_t width = in * h * w;
-    for (int64_t f : spec.size("fc")) {
-        model->push_back(Linear(width, f));
-        model->push_back(ReLU());
-        width = f;
-    }
-    model->push_back(Linear(width, spec.classes));
-    return model;
+    return std::make_shared<models::CNN>(models::CNNOptions{.in_channels = im.channels,
+                                                            .height = im.height,
+                                                            .width = im.width,
+                                                            .channels = spec.size("channels"),
+                                                            .fc = spec.size("fc"),
+                                                            .num_classes = spec.classes,
+                                                            .norm = spec.norm,
+                                                            .groups = spec.scalar("groups")});
 }
 
 // Per image, as conv2d lowers a 3x3 convolution: forward W [OC, 9C] @ cols [9C, HW]; backward
@@ -189,6 +124,7 @@ const ModelKind& cnn_model() {
         .check = check,
         .parameters = parameters,
         .build = build,
+        .layers_in_order = true,
         .gemm_products = gemm_products,
         .onnx_input = image_dims,
     };

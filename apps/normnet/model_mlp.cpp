@@ -1,6 +1,8 @@
-// The registry row of the MLP (`--model mlp`, the default): Linear -> ReLU -> norm for each
-// hidden size, then the output Linear, as in the seed model 784-300-100-10 with LayerNorm.
+// The registry row of the MLP (`--model mlp`, the default): normnet::models::MLP, Linear -> ReLU
+// -> norm for each hidden size, then the output Linear, as in the seed model 784-300-100-10 with
+// LayerNorm.
 #include "models.hpp"
+#include "normnet/models/mlp.hpp"
 #include "run_config.hpp"
 
 namespace normnet::cli {
@@ -19,21 +21,9 @@ double parameters(const ModelSpec& spec) {
     return linear_stack_parameters(static_cast<double>(spec.inputs), widths);
 }
 
-// The norm layers draw no random numbers, so the same seed gives the same Linear weights
-// whatever the normalisation; with "none" no module is added, so the state_dict matches
-// nn.Sequential's.
 std::shared_ptr<Module> build(const ModelSpec& spec) {
-    const NormKind& norm = norm_kind(spec.norm);
-    auto model = std::make_shared<Sequential>();
-    int64_t width = spec.inputs;
-    for (int64_t h : spec.size("hidden")) {
-        model->push_back(Linear(width, h));
-        model->push_back(ReLU());
-        if (auto layer = norm.make(NormSite::features, {.channels = h, .extent = {h}})) model->push_back(layer);
-        width = h;
-    }
-    model->push_back(Linear(width, spec.classes));
-    return model;
+    return std::make_shared<models::MLP>(
+        models::MLPOptions{.in_features = spec.inputs, .hidden = spec.size("hidden"), .num_classes = spec.classes, .norm = spec.norm});
 }
 
 // The Linear layers' products; the input needs no gradient.
@@ -59,6 +49,7 @@ const ModelKind& mlp_model() {
         .check = [](const ModelSpec&, const std::string&) {},
         .parameters = parameters,
         .build = build,
+        .layers_in_order = true,
         .gemm_products = gemm_products,
     };
     return kind;

@@ -99,8 +99,7 @@ void ModelSpec::validate(const std::string& where) const {
                       where, ": ", o.flag, " holds no valid choice");
     }
     NORMNET_CHECK(sizes_ok, where, ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
-    const NormKind& n = norm_kind(norm, where);
-    NORMNET_CHECK(std::find(n.sites.begin(), n.sites.end(), k.site) != n.sites.end(), where, ": normalisation '", norm,
+    NORMNET_CHECK(norm_named(norm, where).sits_at(k.site), where, ": normalisation '", norm,
                   "' does not apply to --model ", type, " (expected ", norm_choices(k.site), ")");
     k.check(*this, where);
     const double params = parameters();

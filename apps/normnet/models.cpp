@@ -24,21 +24,6 @@ double linear_stack_parameters(double in, const std::vector<int64_t>& widths) {
     return total;
 }
 
-// y = x W^T forward; dW = dy^T x and dx = dy W backward, as linear() calls sgemm.
-FloorLayer linear_products(const std::string& name, int64_t in, int64_t out, int64_t rows, bool input_needs_grad) {
-    FloorLayer f{name, {{false, true, rows, out, in}}, {{true, false, out, in, rows}}, 0};
-    if (input_needs_grad) f.backward.push_back({false, false, rows, in, out});
-    return f;
-}
-
-void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
-                         bool input_needs_grad) {
-    for (size_t l = 0; l < widths.size(); ++l) {
-        layers.push_back(linear_products("fc" + std::to_string(l + 1), in, widths[l], batch, l > 0 || input_needs_grad));
-        in = widths[l];
-    }
-}
-
 ImageShape image_of(const ModelSpec& spec) {
     const auto& i = spec.size("image");
     return {i.at(0), i.at(1), i.at(2)};

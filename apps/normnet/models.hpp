@@ -10,11 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "gemm_floor.hpp"
 #include "model_spec.hpp"
+#include "normnet/gemm_floor.hpp"
 #include "norms.hpp"
 
 namespace normnet::cli {
+
+using bench::add_linear_products;
+using bench::FloorLayer;
+using bench::linear_products;
 
 struct RunConfig;
 
@@ -64,9 +68,11 @@ struct ModelKind {
     void (*check)(const ModelSpec& spec, const std::string& where) = nullptr;
     /// The parameters a checkpoint of this model holds at least (ModelSpec::parameters()).
     double (*parameters)(const ModelSpec& spec) = nullptr;
-    /// The model, on inputs [N, inputs] as the data loader gives them: a Sequential for the MLP
-    /// and CNN, a library model (normnet::models) for the ViT and the LSTM.
+    /// The model (normnet::models), on inputs [N, inputs] as the data loader gives them.
     std::shared_ptr<Module> (*build)(const ModelSpec& spec) = nullptr;
+    /// True when the model's forward runs its children in order (the MLP and CNN), so that the
+    /// inputs of each BatchNorm layer can be computed layer by layer (compare's precise statistics).
+    bool layers_in_order = false;
     /// The matrix products of one training step at `batch` (bench's GEMM floor).
     std::vector<FloorLayer> (*gemm_products)(const ModelSpec& spec, int64_t batch) = nullptr;
     /// One sample as the exported ONNX graph takes it (`normnet export`): images [C, H, W], rows
@@ -81,12 +87,9 @@ const ModelKind& model_kind(const std::string& name, const std::string& where = 
 /// "mlp or cnn"
 std::string model_choices();
 
-// Pieces the rows share: a stack of Linear layers from `in` features through `widths` (the
-// last is the output), its weights and biases, and its products for the GEMM floor (the input
-// gradient of the first layer only when `input_needs_grad`).
+// Pieces the rows share: the weights and biases of a stack of Linear layers from `in` features
+// through `widths` (the last is the output).
 double linear_stack_parameters(double in, const std::vector<int64_t>& widths);
-void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
-                         bool input_needs_grad);
 /// The fixed "image" size option of the image models (CNN, ViT, LSTM): [channels, height, width].
 struct ImageShape {
     int64_t channels, height, width;
@@ -97,8 +100,6 @@ std::vector<int64_t> image_dims(const ModelSpec& spec);
 /// Checks that "image" has three sizes whose product is spec.inputs; messages start with `where`.
 void check_image(const ModelSpec& spec, const std::string& where);
 
-/// One Linear(in, out) on `rows` rows (a Transformer's projections run on batch x tokens rows).
-FloorLayer linear_products(const std::string& name, int64_t in, int64_t out, int64_t rows, bool input_needs_grad);
 /// "mlp any of layer,batch,rms,none; cnn any of ..." for the help of --norms.
 std::string norms_per_model();
 

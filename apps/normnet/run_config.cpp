@@ -162,9 +162,8 @@ void RunConfig::validate() const {
     NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
     // Messages about the model's sizes name its first option (--hidden, --channels).
     const ModelKind& kind = model_kind(model.type);
-    const NormKind& norm = norm_kind(model.norm, "--norm");
-    NORMNET_CHECK(std::find(norm.sites.begin(), norm.sites.end(), kind.site) != norm.sites.end(), "--norm ", model.norm,
-                  ": ", norm.label, " does not apply to --model ", kind.name, " (expected ", norm_choices(kind.site), ")");
+    const Norm norm = norm_named(model.norm, "--norm");
+    NORMNET_CHECK(norm.sits_at(kind.site), "--norm ", model.norm, ": ", norm.label(), " does not apply to --model ", kind.name, " (expected ", norm_choices(kind.site), ")");
     std::string where;
     for (const ModelOption& o : kind.options) {
         if (where.empty()) where = o.flag;

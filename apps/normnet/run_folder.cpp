@@ -1,7 +1,14 @@
 // The run folder: committing and reading checkpoint pairs, and preparing output folders.
 #include "run_folder.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +50,55 @@ std::string metadata_value(const SafetensorsData& data, const std::string& key) 
     return it == data.metadata.end() ? "" : it->second;
 }
 
+// This process as a lock file names it: "pid 1234: normnet train --out runs/a".
+std::string holder_text() {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::string command, arg;
+    while (std::getline(in, arg, '\0') && command.size() < 200) {
+        command += (command.empty() ? fs::path(arg).filename().string() : " " + arg);
+    }
+    return "pid " + std::to_string(::getpid()) + (command.empty() ? "" : ": " + command);
+}
+
+// True when `fd` is the file `path` names now (not one removed since and made anew).
+bool is_named(int fd, const std::string& path) {
+    struct stat held {}, named {};
+    return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+           held.st_ino == named.st_ino;
+}
+
 }  // namespace
+
+FolderLock::FolderLock(const std::string& dir, const std::string& option) : path_(in_folder(dir, kLockFile)) {
+    for (int attempt = 0;; ++attempt) {
+        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        NORMNET_CHECK(fd_ >= 0, option, " ", dir, ": cannot create the lock file ", path_, ": ", std::strerror(errno));
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            const int err = errno;
+            char text[512] = "";
+            const ssize_t got = ::pread(fd_, text, sizeof text - 1, 0);
+            ::close(fd_);
+            fd_ = -1;
+            NORMNET_CHECK(err == EWOULDBLOCK, option, " ", dir, ": cannot lock ", path_, ": ", std::strerror(err));
+            const std::string holder = got > 0 ? std::string(text, static_cast<size_t>(got)) : "a process starting up";
+            fail(option, " ", dir, ": the folder is in use by another normnet process (", holder,
+                 "), which writes there until it ends; wait for it, or choose another folder");
+        }
+        // A holder releasing the lock removes the file: what was locked must still be the file of that name.
+        if (is_named(fd_, path_)) break;
+        ::close(fd_);
+        fd_ = -1;
+        NORMNET_CHECK(attempt < 100, option, " ", dir, ": cannot lock ", path_, ": it keeps being replaced");
+    }
+    // Who holds it, for the message of a second writer (best effort: the lock is what counts).
+    const std::string me = holder_text();
+    if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
+}
+
+FolderLock::~FolderLock() {
+    if (is_named(fd_, path_)) ::unlink(path_.c_str());
+    ::close(fd_);
+}
 
 const std::vector<std::string>& run_files() {
     static const std::vector<std::string> files{kModelFile, kStateFile, kNextStateFile, kMetricsFile, kConfigFile};
@@ -124,13 +179,14 @@ void settle_checkpoint_folder(const LoadedCheckpoint& checkpoint) {
 
 void prepare_output_folder(const std::string& dir, const std::string& option, const std::vector<std::string>& results,
                            const std::vector<std::string>& outputs, bool overwrite, bool continuing,
-                           const std::string& alternative) {
+                           std::unique_ptr<FolderLock>& lock, const std::string& alternative) {
     std::error_code ec;
     NORMNET_CHECK(!fs::exists(dir, ec) || fs::is_directory(dir, ec), option, " ", dir,
           ": cannot create the output folder (a file of that name exists)");
     fs::create_directories(dir, ec);
     NORMNET_CHECK(!ec && fs::is_directory(dir), option, " ", dir, ": cannot create the output folder",
           ec ? ": " + ec.message() : std::string());
+    if (!lock) lock = std::make_unique<FolderLock>(dir, option);
     remove_stale_temporaries(dir);
     if (continuing) return;
     std::string found;
@@ -160,10 +216,11 @@ bool same_folder(const std::string& a, const std::string& b) {
     return fs::equivalent(a.empty() ? "." : a, b.empty() ? "." : b, ec);
 }
 
-void discard_run_folder(const std::string& dir, bool existed) {
+void discard_run_folder(const std::string& dir, bool existed, std::unique_ptr<FolderLock>& lock) {
     std::error_code ec;
     fs::remove(fs::path(dir) / kConfigFile, ec);
     fs::remove(fs::path(dir) / kMetricsFile, ec);
+    lock.reset();
     if (!existed) fs::remove(dir, ec);  // only if empty
 }
 

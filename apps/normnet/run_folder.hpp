@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ inline constexpr const char* kStateFile = "training_state.safetensors";
 inline constexpr const char* kNextStateFile = "training_state.next.safetensors";
 inline constexpr const char* kMetricsFile = "metrics.csv";
 inline constexpr const char* kConfigFile = "config.json";
+inline constexpr const char* kLockFile = ".normnet.lock";
 
 /// What a checkpoint holds, before it is written.
 struct CheckpointContents {
@@ -53,14 +55,34 @@ LoadedCheckpoint read_checkpoint(const std::string& model_path);
 /// pending rename of step 3, an orphaned next state, temporaries of dead writers.
 void settle_checkpoint_folder(const LoadedCheckpoint& checkpoint);
 
+/// A run folder belongs to one process while it writes there: an advisory lock (flock) on
+/// dir/.normnet.lock, held for the life of this object, the file holding the holder's pid and
+/// command for the message of a second writer. The kernel releases a flock when its process
+/// ends, however it ends, so a lock file a killed run left behind is no lock: the next writer
+/// takes it over. The lock file is removed on release (after checking that the name is still
+/// this lock's, as a taker checks that the file it locked is still the one of that name).
+class FolderLock {
+public:
+    /// Locks `dir` (which must exist); throws normnet::Error naming `option`, the folder and the
+    /// holding process when another process holds it.
+    FolderLock(const std::string& dir, const std::string& option);
+    ~FolderLock();
+    FolderLock(const FolderLock&) = delete;
+    FolderLock& operator=(const FolderLock&) = delete;
+
+private:
+    std::string path_;
+    int fd_ = -1;
+};
+
 /// Makes `dir` ready for a command's outputs (`option` names it in errors, e.g. "--out"): creates
-/// it, removes stale temporaries, and refuses when it already holds any of `results` unless
+/// it, locks it for this process (`lock`, see FolderLock), removes stale temporaries, and refuses when it already holds any of `results` unless
 /// `overwrite` is set or `continuing` (a resumed run in its own folder). Unless continuing, the
 /// old `outputs` are then removed, in order (overwritten, or leftovers of a run that produced no
 /// result). `alternative` completes the refusal's advice (e.g. "--resume DIR to continue it").
 void prepare_output_folder(const std::string& dir, const std::string& option, const std::vector<std::string>& results,
                            const std::vector<std::string>& outputs, bool overwrite, bool continuing,
-                           const std::string& alternative = "");
+                           std::unique_ptr<FolderLock>& lock, const std::string& alternative = "");
 
 /// The files a training run writes, in the order an overwrite removes them (the model first, so
 /// an interrupted overwrite never leaves a model beside a foreign state).
@@ -78,7 +100,8 @@ std::string new_run_dir(const std::string& prefix);
 bool same_folder(const std::string& a, const std::string& b);
 
 /// A run that fails before its first checkpoint leaves nothing: its config.json and header-only
-/// metrics.csv go, and so does the folder if the run made it (`existed` false) and it is empty.
-void discard_run_folder(const std::string& dir, bool existed);
+/// metrics.csv go, and so does the folder (with `lock`, released first) if the run made it
+/// (`existed` false) and it is empty.
+void discard_run_folder(const std::string& dir, bool existed, std::unique_ptr<FolderLock>& lock);
 
 }  // namespace normnet::cli

@@ -148,9 +148,10 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
     const StopOnSignal signals;
+    std::unique_ptr<FolderLock> lock;  // held until the run ends
     const std::string metrics_path = (fs::path(dir) / kMetricsFile).string();
     if (leader) {
-        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing,
+        prepare_output_folder(dir, "--out", checkpoint_files(), run_files(), args.overwrite, continuing, lock,
                               "--resume " + dir + " to continue it");
         if (continuing) settle_checkpoint_folder(checkpoint);
         if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
@@ -212,12 +213,12 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
             if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
     } catch (const NonFinite& e) {
-        if (saved.empty() && leader) discard_run_folder(dir, existed);
+        if (saved.empty() && leader) discard_run_folder(dir, existed, lock);
         fail(e.what(), "; stopped without saving, ",
              saved.empty() ? "no checkpoint was written" : "the checkpoint of " + saved + " in " + dir + " is kept",
              " (try a lower --lr, --clip, or --on-nan skip)");
     } catch (...) {
-        if (saved.empty() && leader) discard_run_folder(dir, existed);
+        if (saved.empty() && leader) discard_run_folder(dir, existed, lock);
         throw;
     }
     if (!leader) return;
@@ -236,9 +237,9 @@ void add_train_command(CLI::App& app) {
     add_data_options(*cmd, c);
     add_model_options(*cmd, args->model);
     std::string norms;
-    for (const NormKind& k : norm_kinds()) norms += "; " + k.name + ": " + k.help;
+    for (const Norm& n : Norm::all()) norms += "; " + n.name() + ": " + n.description();
     cmd->add_option("--norm", args->norm, "Normalisation after each hidden layer (default: the model's, mlp layer, cnn batch)" + norms)
-        ->check(CLI::IsMember(names_of(norm_kinds())));
+        ->check(CLI::IsMember(norm_names()));
     for (const char* flag : {"--epochs", "--batch-size", "--lr"}) add_config_option(*cmd, c, flag);
     add_optimizer_options(*cmd, c);
     for (const char* flag : {"--label-smoothing", "--seed", "--on-nan"}) add_config_option(*cmd, c, flag);

@@ -14,6 +14,7 @@
 #include "normnet/nn/linear.hpp"
 #include "normnet/nn/loss.hpp"
 #include "normnet/nn/norm.hpp"
+#include "normnet/nn/norm_choice.hpp"
 #include "normnet/nn/padding.hpp"
 #include "normnet/nn/pooling.hpp"
 #include "normnet/nn/rnn.hpp"

@@ -44,7 +44,7 @@ Tensor CharTransformer::forward(const Tensor& tokens) {
 }
 
 void CharTransformer::set_checkpoint_blocks(bool on) {
-    NORMNET_CHECK(!on || options_.norm != "batch", "CharTransformer: checkpointing blocks with BatchNorm would update "
+    NORMNET_CHECK(!on || !options_.norm.batch_statistics(), "CharTransformer: checkpointing blocks with BatchNorm would update "
                   "its running statistics twice per step");
     options_.checkpoint_blocks = on;
 }

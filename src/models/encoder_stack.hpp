@@ -10,7 +10,7 @@
 namespace normnet::models::detail {
 
 inline std::shared_ptr<TransformerEncoder> encoder_stack(int64_t d_model, int64_t heads, int64_t dim_feedforward,
-                                                         int64_t layers, double dropout, const std::string& norm,
+                                                         int64_t layers, double dropout, Norm norm,
                                                          bool norm_first) {
     const TransformerEncoderLayerOptions layer{.d_model = d_model,
                                                .nhead = heads,

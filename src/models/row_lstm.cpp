@@ -7,14 +7,14 @@ namespace normnet::models {
 
 RowLSTM::RowLSTM(const RowLSTMOptions& options) : options_(options) {
     const auto& o = options;
-    if (o.norm == "layer") {
+    check_norm_site(o.norm, NormSite::cell, "RowLSTM");
+    if (o.norm == NormKind::layer) {
         rnn = std::make_shared<LayerNormLSTM>(LayerNormLSTMOptions{.input_size = o.row_size,
                                                                    .hidden_size = o.hidden_size,
                                                                    .num_layers = o.num_layers,
                                                                    .batch_first = true,
                                                                    .dropout = o.dropout});
     } else {
-        NORMNET_CHECK(o.norm == "none", "RowLSTM: unknown norm '", o.norm, "' (expected layer or none)");
         rnn = std::make_shared<LSTM>(LSTMOptions{.input_size = o.row_size,
                                                  .hidden_size = o.hidden_size,
                                                  .num_layers = o.num_layers,

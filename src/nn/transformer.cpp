@@ -1,20 +1,21 @@
 // TransformerEncoderLayer and TransformerEncoder: PyTorch's structure and forward (pre- and
-// post-LN), with the normalisation inside a block chosen by name.
+// post-LN), with the normalisation inside a block from the norm factory (norm_choice.hpp).
 #include "normnet/nn/transformer.hpp"
 #include "normnet/autograd.hpp"
 
-#include "normnet/nn/norm.hpp"
+#include "normnet/nn/norm_choice.hpp"
 #include "normnet/ops.hpp"
 
 namespace normnet {
 
-std::shared_ptr<Module> make_sequence_norm(const std::string& norm, int64_t features, double eps, const char* where) {
-    if (norm == "layer") return std::make_shared<LayerNorm>(LayerNormOptions{{features}, eps});
-    if (norm == "rms") return std::make_shared<RMSNorm>(RMSNormOptions{{features}, eps});
-    if (norm == "batch") return std::make_shared<SequenceBatchNorm>(BatchNorm1dOptions{features, eps});
-    if (norm == "none") return std::make_shared<Identity>();
-    fail(where, ": unknown norm '", norm, "' (expected layer, rms, batch or none)");
+namespace {
+
+// The block's normalisation over the last dimension (make_norm's tokens site).
+std::shared_ptr<Module> sequence_norm(const TransformerEncoderLayerOptions& o, const char* where) {
+    return make_norm(o.norm, NormSite::tokens, {.channels = o.d_model, .eps = o.layer_norm_eps}, where).module;
 }
+
+}  // namespace
 
 TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOptions& options) : options_(options) {
     const auto& o = options;
@@ -27,8 +28,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerEncoderLayerOp
     linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.dim_feedforward));
     dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
     linear2 = register_module("linear2", std::make_shared<Linear>(o.dim_feedforward, o.d_model));
-    norm1 = make_sequence_norm(o.norm, o.d_model, o.layer_norm_eps, "TransformerEncoderLayer");
-    norm2 = make_sequence_norm(o.norm, o.d_model, o.layer_norm_eps, "TransformerEncoderLayer");
+    norm1 = sequence_norm(o, "TransformerEncoderLayer");
+    norm2 = sequence_norm(o, "TransformerEncoderLayer");
     add_child("norm1", norm1);
     add_child("norm2", norm2);
     dropout1 = register_module("dropout1", std::make_shared<Dropout>(o.dropout));
@@ -76,8 +77,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options)
         layers->push_back(layer_list_.back());
     }
     if (options.final_norm) {
-        const auto& l = options.encoder_layer;
-        norm = make_sequence_norm(l.norm, l.d_model, l.layer_norm_eps, "TransformerEncoder");
+        norm = sequence_norm(options.encoder_layer, "TransformerEncoder");
         add_child("norm", norm);
     }
 }

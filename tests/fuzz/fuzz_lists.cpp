@@ -10,6 +10,7 @@
 #include "normnet/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace normnet;
     using namespace normnet::cli;
     const std::string text(reinterpret_cast<const char*>(data), size);
     try {

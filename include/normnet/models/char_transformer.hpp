@@ -26,7 +26,7 @@ struct CharTransformerOptions {
     NORMNET_ARG(int64_t, n_layers) = 4;
     NORMNET_ARG(int64_t, n_heads) = 4;
     NORMNET_ARG(double, dropout) = 0.0;          // on the embeddings, attention weights and residual branches
-    NORMNET_ARG(std::string, norm) = "layer";    // inside each block and the final norm: layer, rms, batch, none
+    NORMNET_ARG(Norm, norm) = NormKind::layer;  // layer, rms, batch or none
     NORMNET_ARG(bool, norm_first) = true;        // pre-LN (with a final norm) or post-LN (without)
     NORMNET_ARG(int64_t, dim_feedforward) = 0;   // 0: 4 * d_model
     // Activation checkpointing of each block (normnet::checkpoint): a block keeps only its input

@@ -10,6 +10,7 @@
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/linear.hpp"
+#include "normnet/nn/norm_choice.hpp"
 #include "normnet/nn/rnn.hpp"
 
 namespace normnet::models {
@@ -23,7 +24,7 @@ struct RowLSTMOptions {
     NORMNET_ARG(int64_t, num_layers) = 1;
     NORMNET_ARG(int64_t, num_classes) = 10;
     NORMNET_ARG(double, dropout) = 0.0;        // between LSTM layers
-    NORMNET_ARG(std::string, norm) = "layer";  // "layer": LayerNormLSTM; "none": LSTM
+    NORMNET_ARG(Norm, norm) = NormKind::layer;  // layer: LayerNormLSTM; none: LSTM
 };
 
 /// "rnn" (a batch-first LayerNormLSTM or LSTM) over the rows and a linear "head" on the last

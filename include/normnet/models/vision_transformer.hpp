@@ -28,7 +28,7 @@ struct VisionTransformerOptions {
     NORMNET_ARG(int64_t, num_heads) = 4;
     NORMNET_ARG(int64_t, dim_feedforward) = 128;
     NORMNET_ARG(double, dropout) = 0.0;
-    NORMNET_ARG(std::string, norm) = "layer";  // inside each block and the final norm: layer, rms, batch, none
+    NORMNET_ARG(Norm, norm) = NormKind::layer;  // layer, rms, batch or none
     NORMNET_ARG(bool, norm_first) = true;      // pre-LN (with a final norm) or post-LN (without)
 };
 

@@ -16,18 +16,12 @@
 #include "normnet/nn/container.hpp"
 #include "normnet/nn/dropout.hpp"
 #include "normnet/nn/linear.hpp"
+#include "normnet/nn/norm_choice.hpp"
 
 namespace normnet {
 
-/// The normalisation layer a sequence block uses over its last dimension of `features`:
-/// "layer" LayerNorm(features, eps), "rms" RMSNorm(features, eps), "batch" SequenceBatchNorm
-/// (statistics over batch x time, eps), "none" Identity. Anything else is an error naming `where`
-/// and the choices.
-NORMNET_API std::shared_ptr<Module> make_sequence_norm(const std::string& norm, int64_t features, double eps,
-                                                       const char* where = "sequence norm");
-
 /// Options of TransformerEncoderLayer (torch.nn.TransformerEncoderLayer) with PyTorch's defaults,
-/// plus `norm`, the normalisation inside the block (see make_sequence_norm).
+/// plus `norm`, the normalisation inside the block (make_norm at NormSite::tokens).
 struct TransformerEncoderLayerOptions {
     using Self = TransformerEncoderLayerOptions;
     NORMNET_ARG(int64_t, d_model) = 0;
@@ -38,7 +32,7 @@ struct TransformerEncoderLayerOptions {
     NORMNET_ARG(double, layer_norm_eps) = 1e-5;
     NORMNET_ARG(bool, batch_first) = false;
     NORMNET_ARG(bool, norm_first) = false;  // pre-LN: x + sa(norm1(x)); post-LN (PyTorch's default): norm1(x + sa(x))
-    NORMNET_ARG(std::string, norm) = "layer";  // "layer", "rms", "batch", "none"
+    NORMNET_ARG(Norm, norm) = NormKind::layer;  // layer, rms, batch or none
 };
 
 /// Self-attention and a feed-forward network, each with a residual connection and a normalisation

@@ -1,15 +1,16 @@
 // The "GEMM floor" of a training step: the lowered matrix products of its layers (the shapes,
-// per-thread split and threads that conv2d and linear use) run through the sgemm wrapper alone,
-// on operands allocated once. `normnet bench` and apps/microbench/conv_bench time it next to
-// the real step; a model's registry row lists its products (ModelKind::gemm_products).
+// per-thread split and threads that conv2d, linear and attention use) run through the library's
+// sgemm wrapper alone, on operands allocated once. Timed next to the real step, it says how far a
+// step is from the matrix products it cannot avoid (`normnet bench`, apps/microbench/conv_bench).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "normnet/export.hpp"
 
-namespace normnet::cli {
+namespace normnet::bench {
 
 /// One sgemm shape: C [M, N] = op(A) [M, K] @ op(B) [K, N].
 struct Product {
@@ -26,21 +27,29 @@ struct FloorLayer {
     int64_t images = 0;
 };
 
+/// One Linear(in, out) on `rows` rows: y = x W^T forward; dW = dy^T x and (with
+/// `input_needs_grad`) dx = dy W backward, as linear() calls sgemm.
+NORMNET_API FloorLayer linear_products(const std::string& name, int64_t in, int64_t out, int64_t rows, bool input_needs_grad);
+/// A stack of Linear layers from `in` features through `widths` (the last is the output), named
+/// fc1, fc2, ...; the first layer's input gradient only when `input_needs_grad`.
+NORMNET_API void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths,
+                                     int64_t batch, bool input_needs_grad);
+
 /// scaled_dot_product_attention's products over `slices` (batch x heads) slices of [L, E]
 /// queries, [S, E] keys and values: q k^T and p v forward; dv = p^T dout, dp = dout v^T,
 /// dq = ds k and dk = ds^T q backward; each slice's products single-threaded, the slices split
 /// between the threads (as src/ops/attention.cpp runs them).
-FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L, int64_t S, int64_t E);
+NORMNET_API FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L, int64_t S, int64_t E);
 
 /// The products of one TransformerEncoderLayer's step over `sequences` sequences of T tokens:
 /// in_proj (d_model -> 3 d_model), attention over sequences x heads slices, out_proj, linear1
 /// (d_model -> dim_feedforward) and linear2, each Linear's input gradient included.
-void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
+NORMNET_API void add_encoder_layer_products(std::vector<FloorLayer>& layers, int64_t sequences, int64_t T, int64_t d_model,
                                 int64_t heads, int64_t dim_feedforward);
 
 /// Floats in pages mapped for them alone (not normnet's caching allocator), so that freeing them
 /// gives the memory back to the system at once.
-class MappedFloats {
+class NORMNET_API MappedFloats {
 public:
     MappedFloats() = default;
     MappedFloats(size_t n, float value);
@@ -62,7 +71,7 @@ private:
 /// training step itself). What the products cost barely changes: the LM's and ViT's operands
 /// are megabytes, beyond L2, so a product found them cold before and still does; per-image
 /// products reused one set per thread already.
-class FloorOperands {
+class NORMNET_API FloorOperands {
 public:
     /// Room for whole-batch products (on thread 0) and per-image ones (on any of `threads`).
     FloorOperands(const std::vector<Product>& whole_batch, const std::vector<Product>& per_image, int threads);
@@ -83,7 +92,7 @@ private:
 
 /// The products of one pass, with their operands allocated once (per thread for per-image ones),
 /// their own or shared with other passes.
-class FloorPass {
+class NORMNET_API FloorPass {
 public:
     FloorPass(std::vector<Product> products, int64_t images);
     FloorPass(std::vector<Product> products, int64_t images, std::shared_ptr<FloorOperands> operands);
@@ -98,7 +107,7 @@ private:
 };
 
 /// Forward and backward passes of every layer of a step, ready to run.
-class StepFloor {
+class NORMNET_API StepFloor {
 public:
     explicit StepFloor(const std::vector<FloorLayer>& layers);
     /// All products of one training step.
@@ -115,4 +124,4 @@ private:
     std::vector<FloorPass> passes_;
 };
 
-}  // namespace normnet::cli
+}  // namespace normnet::bench

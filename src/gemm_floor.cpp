@@ -1,5 +1,5 @@
 // The GEMM floor's passes: the products through detail::gemm, split as the layers split them.
-#include "gemm_floor.hpp"
+#include "normnet/gemm_floor.hpp"
 
 #include <sys/mman.h>
 
@@ -7,12 +7,12 @@
 #include <chrono>
 #include <utility>
 
-#include "models.hpp"
 #include "ops/gemm.hpp"
 #include "parallel.hpp"
+#include "normnet/error.hpp"
 #include "normnet/threads.hpp"
 
-namespace normnet::cli {
+namespace normnet::bench {
 
 FloorOperands::FloorOperands(const std::vector<Product>& whole_batch, const std::vector<Product>& per_image, int threads) {
     size_t a = 0, b = 0, c_whole = 0, c_image = 0;
@@ -96,6 +96,21 @@ void FloorPass::run() {
     });
 }
 
+// y = x W^T forward; dW = dy^T x and dx = dy W backward, as linear() calls sgemm.
+FloorLayer linear_products(const std::string& name, int64_t in, int64_t out, int64_t rows, bool input_needs_grad) {
+    FloorLayer f{name, {{false, true, rows, out, in}}, {{true, false, out, in, rows}}, 0};
+    if (input_needs_grad) f.backward.push_back({false, false, rows, in, out});
+    return f;
+}
+
+void add_linear_products(std::vector<FloorLayer>& layers, int64_t in, const std::vector<int64_t>& widths, int64_t batch,
+                         bool input_needs_grad) {
+    for (size_t l = 0; l < widths.size(); ++l) {
+        layers.push_back(linear_products("fc" + std::to_string(l + 1), in, widths[l], batch, l > 0 || input_needs_grad));
+        in = widths[l];
+    }
+}
+
 FloorLayer attention_products(const std::string& name, int64_t slices, int64_t L, int64_t S, int64_t E) {
     return FloorLayer{name,
                       {{false, true, L, S, E}, {false, false, L, E, S}},
@@ -146,4 +161,4 @@ double StepFloor::seconds(double budget) {
     return times[times.size() / 2];
 }
 
-}  // namespace normnet::cli
+}  // namespace normnet::bench
