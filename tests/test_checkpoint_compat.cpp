@@ -23,7 +23,7 @@ namespace {
 
 using namespace normnet::test;
 
-// FNV-1a over the bytes of every tensor of a safetensors file, in name order.
+// FNV-1a over the bytes of every tensor of a safetensors file, in name order (as stored).
 std::string tensors_hash(const std::string& path) {
     normnet::NamedTensors tensors = normnet::load_safetensors(path).tensors;
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -32,9 +32,15 @@ std::string tensors_hash(const std::string& path) {
         for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
     };
     for (const auto& [name, t] : tensors) {
+        // The bytes the file stores: 4 per float, 8 per int64, 1 per bool (Adam's amsgrad flag).
         if (t.dtype() == normnet::kFloat32) {
             const std::vector<float> v = t.to_vector();
             add(v.data(), v.size() * sizeof(float));
+        } else if (t.dtype() == normnet::kBool) {
+            for (const bool b : t.to_vector<bool>()) {
+                const unsigned char byte = b ? 1 : 0;
+                add(&byte, 1);
+            }
         } else {
             const std::vector<int64_t> v = t.to_vector<int64_t>();
             add(v.data(), v.size() * sizeof(int64_t));

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     const Tensor x = randn({N, T, I}).requires_grad_();
     const Tensor dout = randn({N, T, H});
     const auto row = [&](const char* name, int gates, auto&& step) {
-        const double s = bench::time_case(step, min_time);
+        const double s = ::bench::time_case(step, min_time);
         // The layer's products: input projection (fwd + 2 bwd) and T recurrent ones (fwd + 2 bwd).
         const double flops = 2.0 * 3.0 * gates * H * (static_cast<double>(N) * T * I + static_cast<double>(N) * T * H);
         std::printf("| %-13s | %4lld x %3lld x %3lld -> %4lld | %8.3f ms | %6.1f GFLOP/s |\n", name,

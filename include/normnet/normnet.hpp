@@ -10,6 +10,7 @@
 #include "normnet/error.hpp"
 #include "normnet/export.hpp"
 #include "normnet/function.hpp"
+#include "normnet/gemm_floor.hpp"
 #include "normnet/gradcheck.hpp"
 #include "normnet/idx.hpp"
 #include "normnet/image_folder.hpp"
