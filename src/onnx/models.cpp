@@ -1,8 +1,10 @@
-// ONNX forms of the model zoo (normnet::models): the ViT's patches, class token and positional
+// ONNX forms of the model zoo (normnet::models): the MLP's and CNN's layers in order, the ViT's patches, class token and positional
 // embedding around its encoder, RowLSTM's rows through its LSTM, and the character Transformer's
 // embeddings and causal encoder. Each has a fixed sequence length; the batch stays dynamic.
 #include "emit.hpp"
 #include "normnet/models/char_transformer.hpp"
+#include "normnet/models/cnn.hpp"
+#include "normnet/models/mlp.hpp"
 #include "normnet/models/row_lstm.hpp"
 #include "normnet/models/vision_transformer.hpp"
 
@@ -12,6 +14,20 @@ using onnx::GraphBuilder;
 using onnx::Ints;
 using onnx::kBatch;
 using onnx::Value;
+
+// The MLP and the CNN are their children in order (the CNN's fused norm -> max-pool -> ReLU
+// computes what its norm, MaxPool2d and ReLU children do one after the other).
+Value MLP::to_onnx(GraphBuilder& g, const Value& x) const {
+    Value y = x;
+    for (const auto& [name, m] : named_children()) y = g.call(*m, y);
+    return y;
+}
+
+Value CNN::to_onnx(GraphBuilder& g, const Value& x) const {
+    Value y = x;
+    for (const auto& [name, m] : named_children()) y = g.call(*m, y);
+    return y;
+}
 
 Value VisionTransformer::to_onnx(GraphBuilder& graph, const Value& x_in) const {
     GraphBuilder& g = graph;

@@ -35,6 +35,8 @@ public:
     /// x: [N, C * H * W] or [N, C, H, W] -> logits [N, num_classes].
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "CNN"; }
+    /// Its children in order, as the torch.nn.Sequential of the same layers exports.
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     const CNNOptions& options() const { return options_; }
 
 private:

@@ -29,6 +29,8 @@ public:
     /// x: [N, in_features] -> logits [N, num_classes].
     Tensor forward(const Tensor& x) override;
     std::string type_name() const override { return "MLP"; }
+    /// Its children in order, as the torch.nn.Sequential of the same layers exports.
+    onnx::Value to_onnx(onnx::GraphBuilder& graph, const onnx::Value& x) const override;
     const MLPOptions& options() const { return options_; }
 
 private:
