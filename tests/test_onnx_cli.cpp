@@ -237,7 +237,7 @@ TEST_CASE("normnet export: the character LM under every normalisation and placem
     Split split{dir / "val.i64", kInt64, tokens.shape(), corpus.val.slice(1, windows * kContext).to_vector<int64_t>()};
     oc::write_raw(split.file, tokens);
     std::vector<Exported> models;
-    for (const std::string& norm : cli::norm_names(cli::NormSite::features)) {
+    for (const std::string& norm : cli::norm_names(normnet::NormSite::features)) {
         for (const std::string placement : {"pre", "post"}) {
             const std::vector<std::string> args{"lm",       "train",    "--text",  text,   "--steps",   "30", "--warmup", "5",
                                                 "--batch-size", "16",   "--context", std::to_string(kContext),
