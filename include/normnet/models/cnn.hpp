@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/norm_choice.hpp"
@@ -14,13 +15,15 @@ namespace normnet::models {
 
 /// Options of CNN; the defaults are issue 12's network on 1x28x28 images with BatchNorm.
 struct CNNOptions {
-    int64_t in_channels = 1;
-    int64_t height = 28, width = 28;
-    std::vector<int64_t> channels = {32, 64};  // one block per entry
-    std::vector<int64_t> fc = {128};           // hidden Linear sizes after the blocks
-    int64_t num_classes = 10;
-    Norm norm = NormKind::batch;  // after each convolution: layer (GroupNorm 1), batch, group, instance or none
-    int64_t groups = 8;           // GroupNorm's groups with norm group
+    using Self = CNNOptions;
+    NORMNET_ARG(int64_t, in_channels) = 1;
+    NORMNET_ARG(int64_t, height) = 28;
+    NORMNET_ARG(int64_t, width) = 28;
+    NORMNET_ARG(std::vector<int64_t>, channels) = {32, 64};  // one block per entry
+    NORMNET_ARG(std::vector<int64_t>, fc) = {128};           // hidden Linear sizes after the blocks
+    NORMNET_ARG(int64_t, num_classes) = 10;
+    NORMNET_ARG(Norm, norm) = NormKind::batch;  // after each convolution: layer (GroupNorm 1), batch, group, instance or none
+    NORMNET_ARG(int64_t, groups) = 8;           // GroupNorm's groups with norm group
 };
 
 /// Children "0", "1", ... as the torch.nn.Sequential of the same layers, so that the state_dict is

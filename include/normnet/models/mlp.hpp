@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "normnet/arg.hpp"
 #include "normnet/export.hpp"
 #include "normnet/module.hpp"
 #include "normnet/nn/norm_choice.hpp"
@@ -13,10 +14,11 @@ namespace normnet::models {
 
 /// Options of MLP; the defaults are the seed model.
 struct MLPOptions {
-    int64_t in_features = 784;
-    std::vector<int64_t> hidden = {300, 100};
-    int64_t num_classes = 10;
-    Norm norm = NormKind::layer;  // after each hidden ReLU: layer, batch, rms or none
+    using Self = MLPOptions;
+    NORMNET_ARG(int64_t, in_features) = 784;
+    NORMNET_ARG(std::vector<int64_t>, hidden) = {300, 100};
+    NORMNET_ARG(int64_t, num_classes) = 10;
+    NORMNET_ARG(Norm, norm) = NormKind::layer;  // after each hidden ReLU: layer, batch, rms or none
 };
 
 /// Linear -> ReLU -> norm for each hidden size, then the output Linear, as children "0", "1", ...
