@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "bench_lm.hpp"
+#include "models.hpp"
 #include "cli_helpers.hpp"
 #include "compare_lm.hpp"
 #include "test_helpers.hpp"
@@ -149,13 +150,13 @@ TEST_CASE("bench lm: a tiny setting prints tokens/s next to its GEMM floor", "[l
 }
 
 TEST_CASE("bench lm: the floor lists every layer's products and the head", "[lm][bench]") {
-    LmSpec s;
-    s.vocab_size = 50;
-    s.context = 8;
-    s.d_model = 16;
-    s.n_layers = 2;
-    s.n_heads = 4;
-    const auto layers = lm_gemm_products(s, 3);
+    ModelSpec s = ModelSpec::defaults("lm");
+    s.inputs = s.classes = 50;
+    s.sizes["context"] = {8};
+    s.sizes["d_model"] = {16};
+    s.sizes["layers"] = {2};
+    s.sizes["heads"] = {4};
+    const auto layers = s.kind().gemm_products(s, 3);
     REQUIRE(layers.size() == 2 * 5 + 1);  // in_proj, attention, out_proj, linear1, linear2 per layer; the head
     const FloorLayer& attention = layers[1];
     CHECK(attention.images == 3 * 4);  // batch x heads slices

@@ -11,10 +11,10 @@
 
 #include "cli_helpers.hpp"
 #include "export.hpp"
-#include "lm_config.hpp"
 #include "models.hpp"
 #include "norms.hpp"
 #include "onnx_helpers.hpp"
+#include "run_config.hpp"
 
 using namespace normnet;
 using namespace normnet::test;

@@ -440,7 +440,7 @@ TEST_CASE("cli: BatchNorm drops a last batch of one sample, the other norms keep
     for (const char* norm : {"batch", "layer"}) {
         INFO(norm);
         config.model.norm = norm;
-        normnet::cli::Trainer trainer(config, data, data);
+        normnet::cli::Trainer trainer(config, normnet::cli::make_task(config, {.train = data, .test = data}, {}));
         CHECK(trainer.batches_per_epoch() == (config.model.norm == "batch" ? 1 : 2));
         CHECK_NOTHROW(trainer.run_epoch());  // BatchNorm would fail on a batch of one sample
     }
@@ -459,7 +459,7 @@ TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 8
     const auto test = std::make_shared<normnet::Dataset>(normnet::take(normnet::load_mnist_split(mnist_dir(), "test"), 2000));
     REQUIRE(train->size() == 2000);
     REQUIRE(test->size() == 2000);
-    normnet::cli::Trainer trainer(config, train, test);
+    normnet::cli::Trainer trainer(config, normnet::cli::make_task(config, {.train = train, .test = test}, {}));
     normnet::cli::EpochMetrics last;
     double previous_loss = INFINITY;
     for (int e = 0; e < 5; ++e) {
@@ -470,7 +470,7 @@ TEST_CASE("cli: smoke run, 5 epochs on the first 2,000 MNIST images reaches >= 8
     }
     INFO("test accuracy after 5 epochs: " << 100.0 * last.test_acc << "%");
     CHECK(last.test_acc >= 0.85);
-    const auto e = trainer.evaluate(*test);
+    const auto e = trainer.evaluate();
     CHECK(e.count == 2000);
     CHECK(e.accuracy == last.test_acc);
 }

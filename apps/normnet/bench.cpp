@@ -145,7 +145,7 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
             c.batch_size = batch;
             c.epochs = a.warmup + a.repeats;
             TrainingPeakRss peak;
-            Trainer trainer(c, train, train, replicas);
+            Trainer trainer(c, make_task(c, {.train = train}, replicas), replicas);
             BenchResult r;
             r.norm = norm;
             r.batch = batch;

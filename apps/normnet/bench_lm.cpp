@@ -9,7 +9,7 @@
 
 #include "bench_timing.hpp"
 #include "commands.hpp"
-#include "lm_trainer.hpp"
+#include "trainer.hpp"
 #include "models.hpp"
 #include "norms.hpp"
 #include "progress.hpp"
@@ -27,28 +27,16 @@ const std::set<std::string> kBenchLmOptions{"--model", "--batch-sizes", "--norms
                                             "--warmup-steps", "--epochs", "--data", "--text", "--context", "--d-model",
                                             "--layers", "--heads", "--threads", "--json", "--recompute", "--recompute-ffn", "--help"};
 
+// "pre" or "post".
+std::string placement_of(const ModelSpec& spec) { return spec.scalar("norm_placement") == 1 ? "pre" : "post"; }
+
 }  // namespace
 
-std::vector<FloorLayer> lm_gemm_products(const LmSpec& spec, int64_t batch) {
-    std::vector<FloorLayer> layers;
-    for (int64_t l = 0; l < spec.n_layers; ++l) {
-        bench::add_encoder_layer_products(layers, batch, spec.context, spec.d_model, spec.n_heads, 4 * spec.d_model);
-    }
-    add_linear_products(layers, spec.d_model, {spec.vocab_size}, batch * spec.context, true);  // the head
-    return layers;
-}
-
 void add_bench_lm_options(CLI::App& cmd) {
-    accept_lm_model(cmd, "the character LM of normnet lm train, timed over --steps steps (--data: its corpus)");
     const std::string lm = " (--model lm)";
     add_lm_option(cmd, "--steps", "Timed optimizer steps per repeat" + lm + " [" + std::to_string(kBenchSteps) + "]");
     add_lm_option(cmd, "--warmup-steps", "Untimed steps first" + lm + " [" + std::to_string(kBenchWarmupSteps) + "]");
     add_lm_option(cmd, "--text", "The corpus, as --data" + lm + " [" + std::string(kDefaultCorpus) + "]");
-    add_lm_option(cmd, "--context", "Characters the model sees" + lm + " [128]");
-    add_lm_option(cmd, "--d-model", "Width of the model" + lm + " [128]");
-    add_lm_option(cmd, "--layers", "Transformer blocks" + lm + " [4]");
-    add_lm_option(cmd, "--heads", "Attention heads per block" + lm + " [4]");
-    add_lm_option(cmd, "--norm-placement", "pre or post" + lm + " [pre]");
     if (cmd.get_option_no_throw("--recompute") == nullptr) {
         cmd.add_flag("--recompute")
             ->description("Activation checkpointing of each block, as lm train --recompute" + lm)
@@ -69,12 +57,8 @@ void run_bench_lm(const CLI::App& cmd) {
         }
     }
     // The peers' recipe (apps/peers/torch_lm.py): AdamW lr 1e-3, weight decay 0.01, constant, no clipping.
-    LmConfig base;
-    base.lr = 1e-3;
-    base.weight_decay = 0.01;
-    base.schedule = "constant";
-    base.warmup = 0;
-    base.clip = 0;
+    RunConfig base = recipe_config("lm");
+    lm_model().bench_recipe(base);
     std::vector<std::string> norms;
     std::vector<int64_t> batches;
     int64_t steps = 0, warmup_steps = 0;
@@ -82,21 +66,21 @@ void run_bench_lm(const CLI::App& cmd) {
     as_usage_error([&] {
         NORMNET_CHECK(cmd.count("--data") == 0 || cmd.count("--text") == 0, "--data and --text: give the corpus in one of them");
         base.text = given_option<std::string>(cmd, "--text", given_option<std::string>(cmd, "--data", kDefaultCorpus));
-        base.model.context = given_option<int64_t>(cmd, "--context", base.model.context);
-        base.model.d_model = given_option<int64_t>(cmd, "--d-model", base.model.d_model);
-        base.model.n_layers = given_option<int64_t>(cmd, "--layers", base.model.n_layers);
-        base.model.n_heads = given_option<int64_t>(cmd, "--heads", base.model.n_heads);
+        for (const auto& [flag, key] : {std::pair{"--context", "context"}, {"--d-model", "d_model"}, {"--layers", "layers"},
+                                        {"--heads", "heads"}}) {
+            base.model.sizes[key] = {given_option<int64_t>(cmd, flag, base.model.scalar(key))};
+        }
         const std::string placement = given_option<std::string>(cmd, "--norm-placement", "pre");
         NORMNET_CHECK(placement == "pre" || placement == "post", "--norm-placement: expected pre or post, got '", placement, "'");
-        base.model.norm_first = placement == "pre";
+        base.model.sizes["norm_placement"] = {placement == "pre" ? 1 : 2};
         base.threads = given_option<int>(cmd, "--threads", 0);
         base.recompute = cmd.count("--recompute") > 0;
         if (cmd.count("--recompute-ffn") > 0) base.recompute_ffn = cmd.get_option("--recompute-ffn")->as<bool>();
         steps = given_option<int64_t>(cmd, "--steps", kBenchSteps);
         warmup_steps = given_option<int64_t>(cmd, "--warmup-steps", kBenchWarmupSteps);
         repeats = given_option<int>(cmd, "--epochs", kBenchRepeats);
-        NORMNET_CHECK(steps > 0 && steps <= kMaxLmSize, "--steps: must be in [1, ", kMaxLmSize, "], got ", steps);
-        NORMNET_CHECK(warmup_steps >= 0 && warmup_steps <= kMaxLmSize, "--warmup-steps: must be in [0, ", kMaxLmSize, "], got ",
+        NORMNET_CHECK(steps > 0 && steps <= kMaxSteps, "--steps: must be in [1, ", kMaxSteps, "], got ", steps);
+        NORMNET_CHECK(warmup_steps >= 0 && warmup_steps <= kMaxSteps, "--warmup-steps: must be in [0, ", kMaxSteps, "], got ",
                       warmup_steps);
         NORMNET_CHECK(repeats > 0 && repeats <= 1000, "--epochs: timed repeats must be in [1, 1000], got ", repeats);
         norms = parse_norm_list(given_option<std::string>(cmd, "--norms", "layer"), NormSite::features, "lm");
@@ -106,7 +90,7 @@ void run_bench_lm(const CLI::App& cmd) {
         base.eval_every = base.steps;
         for (const auto& n : norms) {
             for (int64_t b : batches) {
-                LmConfig c = base;
+                RunConfig c = base;
                 c.model.norm = n;
                 c.batch_size = b;
                 c.validate();
@@ -116,9 +100,9 @@ void run_bench_lm(const CLI::App& cmd) {
     const bool json = cmd.count("--json") > 0;
     base.threads = base.resolved_threads();
     set_num_threads(base.threads);
-    const TextCorpus corpus = load_text_corpus(base.text, {.val_fraction = base.val_fraction});
-    LmSpec spec = base.model;
-    spec.vocab_size = corpus.vocab_size();
+    const TaskData data = load_task_data(base);
+    ModelSpec spec = base.model;
+    spec.inputs = spec.classes = data.corpus->vocab_size();
     if (!json) {
         std::printf("normnet bench --model lm: %s%s, AdamW lr %g, %s, %s, %lld warm-up + %d x %s per row\n", spec.str().c_str(),
                     base.recompute       ? ", blocks recomputed in backward"
@@ -131,19 +115,19 @@ void run_bench_lm(const CLI::App& cmd) {
         std::fflush(stdout);
     }
     for (int64_t batch : batches) {
-        bench::StepFloor floor(lm_gemm_products(spec, batch));
+        bench::StepFloor floor(spec.kind().gemm_products(spec, batch));
         floor.release();  // its operands come back between training intervals (untimed)
         for (const auto& norm : norms) {
-            LmConfig c = base;
+            RunConfig c = base;
             c.model.norm = norm;
             c.batch_size = batch;
             TrainingPeakRss peak;
-            LmTrainer trainer(c, corpus, build_char_transformer);
+            Trainer trainer(c, make_task(c, data, {}));
             double last_loss = 0;
             const auto until = [&](int64_t target) {
-                const auto m = trainer.run_interval([&](int64_t, int64_t, double running) { last_loss = running; },
-                                                    [&] { return trainer.step() >= target; });
-                NORMNET_CHECK(!m, "bench --model lm: validated before the timed steps ended");  // cannot happen: eval_every
+                const EpochProgress p = trainer.train_epoch([&](int64_t, int64_t, double running) { last_loss = running; },
+                                                            [&] { return trainer.step() >= target; });
+                NORMNET_CHECK(!p.complete, "bench --model lm: validated before the timed steps ended");  // cannot happen: eval_every
             };
             if (warmup_steps > 0) until(warmup_steps);
             std::vector<double> seconds, floors, ratios;
@@ -163,18 +147,18 @@ void run_bench_lm(const CLI::App& cmd) {
             }
             const double rss = peak.mb();
             const double secs = median(seconds), floor_secs = median(floors), ratio = median(ratios);
-            const double tokens_per_second = static_cast<double>(steps * batch * spec.context) / secs;
+            const double tokens_per_second = static_cast<double>(steps * batch * spec.scalar("context")) / secs;
             if (json) {
                 nlohmann::ordered_json j{{"impl", "normnet"},
                                          {"model", "lm"},
                                          {"norm", norm},
-                                         {"placement", spec.norm_first ? "pre" : "post"},
+                                         {"placement", placement_of(spec)},
                                          {"batch", batch},
                                          {"threads", base.threads},
                                          {"recompute", base.recompute},
                                          {"recompute_ffn", base.recompute_ffn && !base.recompute},
-                                         {"context", spec.context},
-                                         {"vocab", spec.vocab_size},
+                                         {"context", spec.scalar("context")},
+                                         {"vocab", spec.inputs},
                                          {"steps", steps},
                                          {"repeats_seconds", seconds},
                                          {"seconds", secs},

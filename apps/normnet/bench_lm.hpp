@@ -8,15 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <vector>
 
-#include "lm_config.hpp"
 #include "models.hpp"
 
 namespace normnet::cli {
-
-/// The matrix products of one training step of the CharTransformer `spec` describes at `batch`
-/// windows: every encoder layer's (add_encoder_layer_products) and the head's (d_model -> vocab,
-/// with its input gradient).
-std::vector<FloorLayer> lm_gemm_products(const LmSpec& spec, int64_t batch);
 
 /// Adds to bench's command the options only the LM reads (--steps, --warmup-steps, --text,
 /// --context, --d-model, --layers, --heads, --norm-placement), each unless it has it already, and

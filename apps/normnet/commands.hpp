@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "lm_config.hpp"
 #include "normnet/error.hpp"
 #include "normnet/threads.hpp"
 
@@ -45,26 +44,28 @@ void as_usage_error(F&& f) {
 
 struct RunConfig;
 struct ModelSpec;
+struct ModelKind;
 /// The option `flag` of RunConfig's field table (run_config.hpp) into its field of c, with the
-/// table's help unless `help` is given, its choices and its default shown.
-CLI::Option* add_config_option(CLI::App& cmd, RunConfig& c, const std::string& flag, const std::string& help = "");
+/// table's help unless `help` is given, its choices and its default shown; `lm` words and checks
+/// it as `normnet lm train` does.
+CLI::Option* add_config_option(CLI::App& cmd, RunConfig& c, const std::string& flag, const std::string& help = "",
+                               bool lm = false);
+/// Throws UsageError for an option given on cmd that the task of `model` does not have
+/// ("--steps: applies to --model lm, not mlp", "--dataset: does not apply to --model lm").
+void refuse_other_tasks_options(const CLI::App& cmd, const ModelKind& model);
 /// Copies into c the fields whose options were given on cmd's command line (from `given`, the
 /// config CLI11 parsed into): how a resumed run, or a model's own recipe, takes the options given.
 void take_given_options(RunConfig& c, const RunConfig& given, const CLI::App& cmd);
-/// The config of a fresh run of model `type`: RunConfig's defaults, the model's default sizes
-/// and normalisation, then its registry row's recipe.
-RunConfig recipe_config(const std::string& type);
 
 /// --model and every model's size options (--hidden, --channels, ...), as text until the model is known.
 struct ModelArgs {
     std::string type = "mlp";
     std::map<std::string, std::string> values;  // flag -> text given
 };
-void add_model_options(CLI::App& cmd, ModelArgs& m);
+/// --model and the size options of every model; with `only`, that model's options alone and no
+/// --model (`normnet lm train`).
+void add_model_options(CLI::App& cmd, ModelArgs& m, const ModelKind* only = nullptr);
 std::vector<std::string> names_of_models();
-/// Lets cmd's --model also take `lm`, the character LM of `normnet lm train` (not a registry row:
-/// its model is no Sequential over images and LmTrainer trains it); `help` says what it does there.
-void accept_lm_model(CLI::App& cmd, const std::string& help);
 /// The value of `flag` when it was given on cmd's command line, else `fallback` (for options that
 /// another part of the command may have declared, with its own storage or none).
 template <class T>
@@ -94,7 +95,10 @@ void add_eval_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
-/// `normnet lm train` and `normnet lm sample`, training the models `factory` builds.
-void add_lm_command(CLI::App& app, const LmModelFactory& factory = build_char_transformer);
+/// `normnet lm train` (`normnet train --model lm` under the words it has always had) and
+/// `normnet lm sample`.
+void add_lm_command(CLI::App& app);
+/// `normnet lm train` under `lm` (train.cpp).
+void add_lm_train_command(CLI::App& lm);
 
 }  // namespace normnet::cli

@@ -168,8 +168,8 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<c
     for (int64_t i = 0; i < train_logits.numel(); ++i) mad += std::abs(static_cast<double>(a[i]) - b[i]);
     r.logit_mad = mad / static_cast<double>(train_logits.numel());
 
-    const Evaluation full = trainer.evaluate(*test);
-    const Evaluation single = trainer.evaluate(*test, 1);
+    const Evaluation full = evaluate(model, *test, classes);
+    const Evaluation single = evaluate(model, *test, classes, 1);
     r.full_batch_acc = full.accuracy;
     r.single_sample_acc = single.accuracy;
     for (size_t n = 0; n < full.predictions.size(); ++n) r.single_sample_mismatches += full.predictions[n] != single.predictions[n];
@@ -182,7 +182,7 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<c
     // layers in order (the ViT's blocks) there is no such walk, and the cell stays NaN ("n/a").
     if (trainer.config().model.kind().layers_in_order) {
         recompute_population_statistics(model, *train_subset);
-        r.precise_test_acc = trainer.evaluate(*test).accuracy;
+        r.precise_test_acc = evaluate(model, *test, classes).accuracy;
     }
     saved.restore();
     model.eval();
@@ -601,7 +601,10 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
     a.train_images = train->size();
     // Every run's schedule must fit its batches (--warmup): found now, not after hours of runs.
     for (const auto& norm : norms) {
-        for (int64_t batch : batches) Trainer(run_config(a, norm, batch, 0), train, test);
+        for (int64_t batch : batches) {
+            const RunConfig c = run_config(a, norm, batch, 0);
+            Trainer(c, make_task(c, {.train = train, .test = test}, {}));
+        }
     }
     const std::string dir = a.out.empty() ? "compare" : a.out;
     const StopOnSignal signals;
@@ -626,7 +629,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
         for (size_t b = 0; b < batches.size() && !stop(); ++b) {
             for (size_t n = 0; n < norms.size() && !stop(); ++n) {
                 const RunConfig c = run_config(a, norms[n], batches[b], s);
-                Trainer trainer(c, train, test);
+                Trainer trainer(c, make_task(c, {.train = train, .test = test}, {}));
                 RunResult r;
                 r.norm = norms[n];
                 r.batch = c.batch_size;

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "commands.hpp"
-#include "lm_trainer.hpp"
+#include "task.hpp"
 #include "norms.hpp"
 #include "progress.hpp"
 #include "run_folder.hpp"
@@ -52,7 +52,7 @@ std::string fmt(const char* format, double v) {
 }
 
 struct LmCompareArgs {
-    LmConfig base;
+    RunConfig base = recipe_config("lm");
     std::vector<std::string> norms, placements;
     std::vector<int64_t> batches;
     int seeds = 1;
@@ -66,24 +66,24 @@ struct LmRun {
     std::string norm, placement;
     int64_t batch = 0;
     uint64_t seed = 0;
-    std::vector<LmMetrics> curve;
+    std::vector<EpochMetrics> curve;
     std::string diverged;  // the NonFinite message when the run blew up
     int64_t context = 0;
     double seconds() const {
         double s = 0;
-        for (const LmMetrics& m : curve) s += m.seconds;
+        for (const EpochMetrics& m : curve) s += m.seconds;
         return s;
     }
     double tokens_per_second() const {
         return curve.empty() ? NAN : static_cast<double>(curve.back().step * batch * context) / seconds();
     }
-    double final_loss() const { return diverged.empty() && !curve.empty() ? curve.back().val_loss : NAN; }
+    double final_loss() const { return diverged.empty() && !curve.empty() ? curve.back().test_loss : NAN; }
 };
 
-LmConfig run_config(const LmCompareArgs& a, const std::string& norm, const std::string& placement, int64_t batch, int seed) {
-    LmConfig c = a.base;
+RunConfig run_config(const LmCompareArgs& a, const std::string& norm, const std::string& placement, int64_t batch, int seed) {
+    RunConfig c = a.base;
     c.model.norm = norm;
-    c.model.norm_first = placement == "pre";
+    c.model.sizes["norm_placement"] = {placement == "pre" ? 1 : 2};
     c.batch_size = batch;
     c.seed = a.base.seed + static_cast<uint64_t>(seed);
     return c;
@@ -99,15 +99,15 @@ LmCompareArgs parse_args(const CLI::App& cmd, const std::string& command_line) {
                                                "see normnet lm train --help)"));
         }
     }
-    LmConfig& c = a.base;
+    RunConfig& c = a.base;
     as_usage_error([&] {
         c.text = given_option<std::string>(cmd, "--text", c.text);
         c.steps = given_option<int64_t>(cmd, "--steps", kLmSteps);
         c.eval_every = given_option<int64_t>(cmd, "--eval-every", std::min(kLmEvalEvery, c.steps));
-        c.model.context = given_option<int64_t>(cmd, "--context", c.model.context);
-        c.model.d_model = given_option<int64_t>(cmd, "--d-model", c.model.d_model);
-        c.model.n_layers = given_option<int64_t>(cmd, "--layers", c.model.n_layers);
-        c.model.n_heads = given_option<int64_t>(cmd, "--heads", c.model.n_heads);
+        for (const auto& [flag, key] : {std::pair{"--context", "context"}, {"--d-model", "d_model"}, {"--layers", "layers"},
+                                        {"--heads", "heads"}}) {
+            c.model.sizes[key] = {given_option<int64_t>(cmd, flag, c.model.scalar(key))};
+        }
         c.model.dropout = given_option<double>(cmd, "--dropout", c.model.dropout);
         c.warmup = given_option<int64_t>(cmd, "--warmup", c.warmup);
         c.lr = given_option<double>(cmd, "--lr", c.lr);
@@ -176,7 +176,7 @@ LmGrid make_grid(const LmCompareArgs& a, const std::vector<LmRun>& runs) {
                 std::vector<double> final_loss, first_loss;
                 for (const LmRun* r : cell_runs(runs, n, p, b)) {
                     final_loss.push_back(r->final_loss());
-                    first_loss.push_back(r->curve.empty() ? NAN : r->curve.front().val_loss);
+                    first_loss.push_back(r->curve.empty() ? NAN : r->curve.front().test_loss);
                 }
                 g.final_loss.push_back(stat_of(final_loss));
                 g.first_loss.push_back(stat_of(first_loss));
@@ -233,8 +233,8 @@ std::string curve_table_md(const LmCompareArgs& a, const std::vector<LmRun>& run
                 for (int64_t s : steps) {
                     std::vector<double> v;
                     for (const LmRun* r : cell) {
-                        for (const LmMetrics& m : r->curve) {
-                            if (m.step == s) v.push_back(m.val_loss);
+                        for (const EpochMetrics& m : r->curve) {
+                            if (m.step == s) v.push_back(m.test_loss);
                         }
                     }
                     t += " " + bits_cell(stat_of(v), a.seeds) + " |";
@@ -259,7 +259,7 @@ std::string curves_chart(const LmCompareArgs& a, const std::vector<LmRun>& runs)
                 s.label = row_label(a.norms[n], a.placements[p]) + (a.batches.size() > 1 ? ", batch " + std::to_string(a.batches[b]) : "");
                 for (size_t e = 0; e < cell.front()->curve.size(); ++e) {
                     std::vector<double> v;
-                    for (const LmRun* r : cell) v.push_back(e < r->curve.size() ? r->curve[e].val_loss / kLn2 : NAN);
+                    for (const LmRun* r : cell) v.push_back(e < r->curve.size() ? r->curve[e].test_loss / kLn2 : NAN);
                     const CellStat m = stat_of(v);
                     s.x.push_back(static_cast<double>(cell.front()->curve[e].step));
                     s.y.push_back(m.n ? m.mean : NAN);
@@ -298,11 +298,11 @@ std::string results_csv(const std::vector<LmRun>& runs) {
 std::string curves_csv(const std::vector<LmRun>& runs) {
     std::string csv = "norm,placement,batch_size,seed,step,train_loss,val_loss,val_bits_per_char,lr,seconds\n";
     for (const LmRun& r : runs) {
-        for (const LmMetrics& m : r.curve) {
+        for (const EpochMetrics& m : r.curve) {
             char row[256];
             std::snprintf(row, sizeof row, "%s,%s,%lld,%llu,%lld,%.6f,%.6f,%.6f,%.6g,%.3f\n", r.norm.c_str(),
                           r.placement.c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed),
-                          static_cast<long long>(m.step), m.train_loss, m.val_loss, m.bits_per_char(), m.lr, m.seconds);
+                          static_cast<long long>(m.step), m.train_loss, m.test_loss, m.bits_per_char(), m.lr, m.seconds);
             csv += row;
         }
     }
@@ -327,8 +327,8 @@ std::string results_json(const LmCompareArgs& a, const std::vector<LmRun>& runs)
     j["runs"] = nlohmann::ordered_json::array();
     for (const LmRun& r : runs) {
         nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-        for (const LmMetrics& m : r.curve) {
-            curve.push_back({{"step", m.step}, {"train_loss", number_or_null(m.train_loss)}, {"val_loss", number_or_null(m.val_loss)},
+        for (const EpochMetrics& m : r.curve) {
+            curve.push_back({{"step", m.step}, {"train_loss", number_or_null(m.train_loss)}, {"val_loss", number_or_null(m.test_loss)},
                              {"val_bits_per_char", number_or_null(m.bits_per_char())}, {"lr", m.lr}, {"seconds", number_or_null(m.seconds)}});
         }
         j["runs"].push_back({{"norm", r.norm}, {"placement", r.placement}, {"batch_size", r.batch}, {"seed", r.seed},
@@ -344,11 +344,11 @@ std::string results_json(const LmCompareArgs& a, const std::vector<LmRun>& runs)
 std::string report_md(const LmCompareArgs& a, const std::vector<LmRun>& runs, double total_seconds, const std::string& incomplete,
                       int64_t vocab, int64_t train_chars, int64_t val_chars) {
     const LmGrid g = make_grid(a, runs);
-    const LmSpec& m = a.base.model;
+    const ModelSpec& m = a.base.model;
     std::string md = "# normnet compare: character LM, normalisation x placement x batch size\n\n";
     if (!incomplete.empty()) md += "**Incomplete:** " + incomplete + "\n\n";
-    md += "Model: GPT-style character Transformer (CharTransformer), context " + std::to_string(m.context) + ", d_model " +
-          std::to_string(m.d_model) + ", " + plural(m.n_layers, "block") + ", " + plural(m.n_heads, "head") + ", vocabulary " +
+    md += "Model: GPT-style character Transformer (CharTransformer), context " + std::to_string(m.scalar("context")) + ", d_model " +
+          std::to_string(m.scalar("d_model")) + ", " + plural(m.scalar("layers"), "block") + ", " + plural(m.scalar("heads"), "head") + ", vocabulary " +
           std::to_string(vocab) + "; corpus " + a.base.text + " (" + std::to_string(train_chars) + " training / " +
           std::to_string(val_chars) + " held-out characters). " + plural(a.base.steps, "step") + " of AdamW lr " +
           fmt("%g", a.base.lr) + ", weight decay " + fmt("%g", a.base.weight_decay) + ", warm-up " +
@@ -569,28 +569,25 @@ std::string lm_findings_md(const LmGrid& g) {
 }
 
 void add_compare_lm_options(CLI::App& cmd) {
-    accept_lm_model(cmd, "the character LM of normnet lm train over norms x placements x batch sizes");
     const auto add = [&](const std::string& flag, const std::string& help) { add_lm_option(cmd, flag, help); };
     const std::string lm = " (--model lm)";
     add("--text", "A UTF-8 text file or folder" + lm + " [" + std::string(kDefaultCorpus) + "]");
     add("--steps", "Optimizer steps per run" + lm + " [" + std::to_string(kLmSteps) + "]");
     add("--eval-every", "Steps between validations" + lm + " [" + std::to_string(kLmEvalEvery) + "]");
-    add("--context", "Characters the model sees" + lm + " [128]");
-    add("--d-model", "Width of the model" + lm + " [128]");
-    add("--layers", "Transformer blocks" + lm + " [4]");
-    add("--heads", "Attention heads per block" + lm + " [4]");
-    add("--dropout", "Dropout" + lm + " [0]");
-    add("--norm-placement", "Placements of the norm: pre and/or post, comma-separated [" + std::string(kLmPlacements) + "]");
 }
 
 void run_compare_lm(const CLI::App& cmd, const std::string& command_line) {
     LmCompareArgs a = parse_args(cmd, command_line);
     a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
-    const TextCorpus corpus = load_text_corpus(a.base.text, {.val_fraction = a.base.val_fraction});
+    const TaskData data = load_task_data(a.base);
+    const TextCorpus& corpus = *data.corpus;
     // Corpus too short, schedules that cannot run: found now, not after hours of runs.
     for (const auto& p : a.placements) {
-        for (int64_t b : a.batches) LmTrainer(run_config(a, a.norms.front(), p, b, 0), corpus, build_char_transformer);
+        for (int64_t b : a.batches) {
+            const RunConfig c = run_config(a, a.norms.front(), p, b, 0);
+            Trainer(c, make_task(c, data, {}));
+        }
     }
     const StopOnSignal signals;
     std::unique_ptr<FolderLock> lock;  // held until the grid ends
@@ -603,7 +600,7 @@ void run_compare_lm(const CLI::App& cmd, const std::string& command_line) {
                 given_option<std::string>(cmd, "--batch-sizes", kLmBatches).c_str(), plural(a.seeds, "seed").c_str(),
                 plural(a.base.steps, "step").c_str(), plural(total_runs, "run").c_str(), a.out.c_str());
     std::fflush(stdout);
-    ProgressBar bar("compare lm", total_runs * a.base.steps, a.batches.front() * a.base.model.context, tty);
+    ProgressBar bar("compare lm", total_runs * a.base.steps, a.batches.front() * a.base.model.scalar("context"), tty);
     const auto start = std::chrono::steady_clock::now();
     const auto stop = [] { return StopOnSignal::requested() != 0; };
     std::vector<LmRun> runs;
@@ -613,14 +610,14 @@ void run_compare_lm(const CLI::App& cmd, const std::string& command_line) {
             for (const auto& placement : a.placements) {
                 for (const auto& norm : a.norms) {
                     if (stop()) break;
-                    const LmConfig c = run_config(a, norm, placement, batch, s);
-                    LmTrainer trainer(c, corpus, build_char_transformer);
-                    LmRun r{norm, placement, batch, c.seed, {}, "", c.model.context};
+                    const RunConfig c = run_config(a, norm, placement, batch, s);
+                    Trainer trainer(c, make_task(c, data, {}));
+                    LmRun r{norm, placement, batch, c.seed, {}, "", c.model.scalar("context")};
                     const int64_t run_base = steps_done;
                     try {
-                        while (trainer.step() < trainer.total_steps() && !stop()) {
-                            const auto m = trainer.run_interval(
-                                [&](int64_t step, int64_t, double) { bar.update(run_base + step, row_label(norm, placement)); },
+                        while (!trainer.finished() && !stop()) {
+                            const auto m = trainer.run_epoch(
+                                [&](int64_t, int64_t, double) { bar.update(run_base + trainer.step(), row_label(norm, placement)); },
                                 stop);
                             if (!m) break;
                             r.curve.push_back(*m);

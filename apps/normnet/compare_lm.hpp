@@ -1,4 +1,4 @@
-// `normnet compare --model lm`: the character language model of `normnet lm train` (LmTrainer)
+// `normnet compare --model lm`: the character language model of `normnet lm train` (the Trainer)
 // over a grid of normalisations x placements (pre-LN, post-LN) x batch sizes x seeds, and a report
 // that puts the measured validation losses next to two anchors: Shen et al., "PowerNorm" (ICML
 // 2020: BatchNorm in NLP Transformers trains markedly worse than LayerNorm) and Xiong et al., "On

@@ -39,14 +39,18 @@ std::string pct(double v) {
 // The `normnet train` arguments of one run of the grid: every run option of the config table and
 // the model's own options, so that the child trains exactly `c`.
 std::vector<std::string> train_arguments(const RunConfig& c, const std::string& out) {
-    std::vector<std::string> args{"train", "--model", c.model.type, "--norm", c.model.norm};
+    std::vector<std::string> args{"train", "--model", c.model.type, "--norm", c.model.norm.name()};
     for (const ModelOption& o : c.model.kind().options) {
+        if (o.dropout) {
+            args.insert(args.end(), {o.flag, num(c.model.dropout)});
+            continue;
+        }
         std::string sizes;
         for (int64_t v : c.model.size(o.key)) sizes += (sizes.empty() ? "" : ",") + std::to_string(v);
-        args.insert(args.end(), {o.flag, sizes});
+        args.insert(args.end(), {o.flag, o.choices.empty() ? sizes : choice_of(c.model, o).name});
     }
     for (const ConfigField& f : config_fields()) {
-        if (f.flag.empty()) continue;
+        if (f.flag.empty() || !(f.tasks & c.model.kind().task)) continue;
         std::string value;
         std::visit(
             [&](auto member) {
@@ -102,7 +106,7 @@ std::string last_line(const std::string& path) {
 }
 
 std::string mode_label(const WorldRun& r) {
-    if (!uses_batch_statistics(r.config.model.norm)) return "—";
+    if (!r.config.model.norm.batch_statistics()) return "—";
     return r.config.bn_sync;
 }
 
@@ -142,7 +146,7 @@ std::vector<WorldRun> run_world_cell(const RunConfig& cell, const std::vector<in
     std::vector<WorldRun> runs;
     for (int world : worlds) {
         if (world == 1 || cell.batch_size % world != 0) continue;  // world 1: the grid's own run
-        const bool batch_stats = uses_batch_statistics(cell.model.norm);
+        const bool batch_stats = cell.model.norm.batch_statistics();
         const std::vector<std::string> cell_modes = batch_stats ? modes : std::vector<std::string>{"local"};
         for (const std::string& mode : cell_modes) {
             if (stop && stop()) return runs;
@@ -152,7 +156,7 @@ std::vector<WorldRun> run_world_cell(const RunConfig& cell, const std::vector<in
             r.world = world;
             // Each rank gets its share of the cores.
             r.config.threads = std::max(1, cell.threads / world);
-            const std::string name = cell.model.norm + "_b" + std::to_string(cell.batch_size) + "_s" +
+            const std::string name = cell.model.norm.name() + "_b" + std::to_string(cell.batch_size) + "_s" +
                                      std::to_string(cell.seed) + "_w" + std::to_string(world) +
                                      (batch_stats ? "_" + mode : "");
             const std::string out = (fs::path(dir) / "world" / name).string();
@@ -182,7 +186,7 @@ std::string world_csv(const std::vector<WorldRun>& runs) {
     for (const WorldRun& r : runs) {
         const EpochMetrics last = r.curve.empty() ? EpochMetrics{} : r.curve.back();
         char row[512];
-        std::snprintf(row, sizeof row, "%s,%lld,%lld,%d,%s,%llu,%.6f,%.6f,%.6f,%.2f,%s\n", r.config.model.norm.c_str(),
+        std::snprintf(row, sizeof row, "%s,%lld,%lld,%d,%s,%llu,%.6f,%.6f,%.6f,%.2f,%s\n", r.config.model.norm.name().c_str(),
                       static_cast<long long>(r.config.batch_size), static_cast<long long>(r.config.batch_size / r.world),
                       r.world, mode_label(r).c_str(), static_cast<unsigned long long>(r.config.seed), last.test_acc,
                       last.test_loss, last.train_loss, r.seconds, r.failure.empty() ? "" : "\"failed\"");
@@ -207,7 +211,7 @@ std::string world_report_md(const std::vector<WorldRun>& runs, const SingleAccur
     int closer_local = 0, local_compared = 0, sync_equal = 0, sync_compared = 0, other_equal = 0, other_compared = 0;
     for (const WorldRun& r : runs) {
         const int64_t per_rank = r.config.batch_size / r.world;
-        const std::string label = norm_label(r.config.model.norm);
+        const std::string label = r.config.model.norm.label();
         if (!r.failure.empty()) {
             md += "| " + label + " | " + mode_label(r) + " | " + std::to_string(r.config.batch_size) + " | " +
                   std::to_string(per_rank) + " | " + std::to_string(r.world) + " | failed (" + r.failure + ") | | | |\n";
@@ -218,19 +222,19 @@ std::string world_report_md(const std::vector<WorldRun>& runs, const SingleAccur
         std::snprintf(secs, sizeof secs, "%.1f", r.seconds);
         md += "| " + label + " | " + mode_label(r) + " | " + std::to_string(r.config.batch_size) + " | " +
               std::to_string(per_rank) + " | " + std::to_string(r.world) + " | " + pct(acc) + " | " +
-              cell(r.config.model.norm, r.config.batch_size, r.config.seed) + " | " +
-              cell(r.config.model.norm, per_rank, r.config.seed) + " | " + secs + " |\n";
-        const auto global = single(r.config.model.norm, r.config.batch_size, r.config.seed);
-        const auto local = single(r.config.model.norm, per_rank, r.config.seed);
-        if (uses_batch_statistics(r.config.model.norm) && r.config.bn_sync == "sync" && global) {
+              cell(r.config.model.norm.name(), r.config.batch_size, r.config.seed) + " | " +
+              cell(r.config.model.norm.name(), per_rank, r.config.seed) + " | " + secs + " |\n";
+        const auto global = single(r.config.model.norm.name(), r.config.batch_size, r.config.seed);
+        const auto local = single(r.config.model.norm.name(), per_rank, r.config.seed);
+        if (r.config.model.norm.batch_statistics() && r.config.bn_sync == "sync" && global) {
             ++sync_compared;
             sync_equal += std::abs(acc - *global) <= 0.002;
         }
-        if (!uses_batch_statistics(r.config.model.norm) && global) {
+        if (!r.config.model.norm.batch_statistics() && global) {
             ++other_compared;
             other_equal += std::abs(acc - *global) <= 0.002;
         }
-        if (uses_batch_statistics(r.config.model.norm) && r.config.bn_sync == "local" && global && local && *global != *local) {
+        if (r.config.model.norm.batch_statistics() && r.config.bn_sync == "local" && global && local && *global != *local) {
             ++local_compared;
             closer_local += std::abs(acc - *local) < std::abs(acc - *global);
         }

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "models.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
 
@@ -33,9 +34,13 @@ void print_confusion(const Evaluation& e) {
 
 void run_eval(const EvalArgs& args) {
     const std::string path = model_file_of(args.checkpoint);
-    const SafetensorsData checkpoint = load_safetensors(path);
-    auto [spec, config] = read_checkpoint_config(checkpoint);
-    check_file_fits(spec, checkpoint);  // before building the model the metadata describes
+    ModelFile m = load_model_file(path);
+    NORMNET_CHECK(m.spec.kind().task == kClassification, "--checkpoint ", path,
+                  ": a language model's checkpoint (its validation loss is in its run's metrics.csv; normnet lm sample "
+                  "generates text from it)");
+    RunConfig& config = m.config;
+    const ModelSpec& spec = m.spec;
+    const SafetensorsData& checkpoint = m.file;
     if (!args.dataset.empty()) {
         config.dataset = args.dataset;
         config.data_dir.clear();
@@ -47,8 +52,7 @@ void run_eval(const EvalArgs& args) {
     config.threads = config.resolved_threads();
     set_num_threads(config.threads);
     const auto data = load_split(config, args.split);
-    const auto model = build_model(spec);
-    load(*model, checkpoint);
+    const auto model = m.model;
     const Evaluation e = evaluate(*model, *data, spec.classes);
     // The predictions file first: if it cannot be written, the error is all that is printed.
     if (!args.predictions.empty()) {

@@ -12,7 +12,6 @@
 
 #include "checkpoint_metadata.hpp"
 #include "commands.hpp"
-#include "lm_trainer.hpp"
 #include "models.hpp"
 #include "run_folder.hpp"
 #include "trainer.hpp"
@@ -59,28 +58,33 @@ ExportableModel image_model(const SafetensorsData& checkpoint) {
 }
 
 ExportableModel language_model(const std::string& path) {
-    const LmCheckpoint c = load_lm_checkpoint(path, build_char_transformer);
+    const ModelFile m = load_model_file(path);
+    NORMNET_CHECK(m.spec.kind().task == kLanguageModel, path, ": not a checkpoint of normnet lm train");
+    const std::vector<char32_t> vocab = parse_vocab(metadata_or_fail(m.file, "normnet.vocab"), path);
+    NORMNET_CHECK(static_cast<int64_t>(vocab.size()) == m.spec.inputs, path, ": the vocabulary has ", vocab.size(),
+                  " characters but the architecture says ", m.spec.inputs);
+    const int64_t context = m.spec.scalar("context");
     ExportableModel e;
-    e.model = c.model;
-    e.example = zeros({1, c.spec.context}, kInt64);
-    e.description = c.spec.str();
+    e.model = m.model;
+    e.example = zeros({1, context}, kInt64);
+    e.description = m.spec.str();
     onnx::ExportOptions& o = e.options;
     o.input_name = "tokens";
     o.output_name = "logits";
-    o.input_doc = "int64 [N, " + std::to_string(c.spec.context) +
+    o.input_doc = "int64 [N, " + std::to_string(context) +
                   "]: character ids, positions in the metadata 'vocabulary'; position t sees tokens 0..t only, so a "
                   "shorter text may be padded on the right";
-    o.output_doc = "float32 [N, " + std::to_string(c.spec.context) + ", " + std::to_string(c.spec.vocab_size) +
+    o.output_doc = "float32 [N, " + std::to_string(context) + ", " + std::to_string(m.spec.inputs) +
                    "]: scores (logits) of the next character after each position";
-    o.graph_name = c.spec.str();
-    o.doc = "normnet character language model: " + c.spec.str();
+    o.graph_name = m.spec.str();
+    o.doc = "normnet character language model: " + m.spec.str();
     nlohmann::json vocabulary = nlohmann::json::array();
     TextCorpus one;
-    for (char32_t ch : c.vocab) {
+    for (char32_t ch : vocab) {
         one.vocab = {ch};
         vocabulary.push_back(one.decode({0}));
     }
-    o.metadata = {{"vocabulary", vocabulary.dump()}, {"normnet.architecture", c.spec.to_json()}};
+    o.metadata = {{"vocabulary", vocabulary.dump()}, {"normnet.architecture", m.spec.to_json()}};
     return e;
 }
 

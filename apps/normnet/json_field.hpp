@@ -1,5 +1,5 @@
 // Reading one field of a JSON object into a typed C++ field, for the configs stored in
-// config.json and checkpoint metadata (RunConfig, LmConfig).
+// config.json and checkpoint metadata (RunConfig, the model specs).
 #pragma once
 
 #include <limits>

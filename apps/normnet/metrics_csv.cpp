@@ -8,14 +8,20 @@
 
 namespace normnet::cli {
 
-std::string metrics_csv(const std::vector<EpochMetrics>& history) {
-    std::string csv = "epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n";
+std::string metrics_csv(const std::vector<EpochMetrics>& history, bool steps) {
+    std::string csv = steps ? "step,train_loss,val_loss,val_bits_per_char,lr,seconds\n"
+                            : "epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n";
     for (const EpochMetrics& m : history) {
         char seconds[32] = "";
         if (std::isfinite(m.seconds)) std::snprintf(seconds, sizeof seconds, "%.3f", m.seconds);
         char row[256];
-        std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6f,%s,%.6g\n", static_cast<long long>(m.epoch), m.train_loss,
-                      m.train_acc, m.test_loss, m.test_acc, seconds, m.lr);
+        if (steps) {
+            std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6g,%s\n", static_cast<long long>(m.step), m.train_loss,
+                          m.test_loss, m.bits_per_char(), m.lr, seconds);
+        } else {
+            std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6f,%s,%.6g\n", static_cast<long long>(m.epoch), m.train_loss,
+                          m.train_acc, m.test_loss, m.test_acc, seconds, m.lr);
+        }
         csv += row;
     }
     return csv;
@@ -49,7 +55,26 @@ std::map<int64_t, EpochMetrics> read_metrics_csv(const std::string& path) {
     return rows;
 }
 
-void complete_history(std::vector<EpochMetrics>& history, bool has_history, int64_t epochs, const std::string& path) {
+void complete_history(std::vector<EpochMetrics>& history, bool has_history, int64_t epochs, const std::string& path,
+                      bool steps) {
+    if (steps) {
+        // step,...,seconds: the first and the last cell of each row.
+        std::ifstream in(path);
+        std::map<int64_t, double> seconds;
+        for (std::string line; std::getline(in, line);) {
+            const size_t comma = line.find(','), last = line.rfind(',');
+            if (comma == std::string::npos || last + 1 >= line.size()) continue;
+            try {
+                seconds[std::stoll(line.substr(0, comma))] = std::stod(line.substr(last + 1));
+            } catch (const std::exception&) {
+                // the header, or a row damaged by hand: left out
+            }
+        }
+        for (EpochMetrics& m : history) {
+            if (const auto it = seconds.find(m.step); it != seconds.end()) m.seconds = it->second;
+        }
+        return;
+    }
     const std::map<int64_t, EpochMetrics> rows = read_metrics_csv(path);
     if (!has_history) {
         history.clear();

@@ -12,14 +12,18 @@
 
 namespace normnet::cli {
 
-/// The header and one row per epoch of `history` (an unknown number of seconds is an empty cell).
-std::string metrics_csv(const std::vector<EpochMetrics>& history);
+/// The header and one row per epoch of `history` (an unknown number of seconds is an empty cell):
+/// epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr, or for a run counted in
+/// `steps` step,train_loss,val_loss,val_bits_per_char,lr,seconds.
+std::string metrics_csv(const std::vector<EpochMetrics>& history, bool steps = false);
 
 /// The rows of an existing metrics.csv by epoch (nothing when it is absent; malformed rows are left out).
 std::map<int64_t, EpochMetrics> read_metrics_csv(const std::string& path);
 
 /// Completes a resumed run's history from the metrics.csv it wrote before: the seconds of each
-/// epoch, and for a checkpoint older than the history it carries (has_history false), the rows.
-void complete_history(std::vector<EpochMetrics>& history, bool has_history, int64_t epochs, const std::string& path);
+/// epoch (matched by step for a run counted in `steps`), and for a checkpoint older than the
+/// history it carries (has_history false), the rows.
+void complete_history(std::vector<EpochMetrics>& history, bool has_history, int64_t epochs, const std::string& path,
+                      bool steps = false);
 
 }  // namespace normnet::cli

@@ -15,7 +15,10 @@ ModelSpec ModelSpec::defaults(const std::string& type) {
     s.type = k.name;
     s.norm = k.default_norm;
     s.sizes.clear();
-    for (const ModelOption& o : k.options) s.sizes[o.key] = o.defaults;
+    for (const ModelOption& o : k.options) {
+        if (!o.dropout) s.sizes[o.key] = o.defaults;
+    }
+    if (k.task == kLanguageModel) s.inputs = s.classes = 0;  // the vocabulary's, once the text is read
     return s;
 }
 
@@ -27,11 +30,15 @@ const std::vector<int64_t>& ModelSpec::size(const std::string& key) const {
     return it->second;
 }
 
-std::string ModelSpec::str() const { return kind().describe(*this) + " " + norm; }
+std::string ModelSpec::str() const {
+    const ModelKind& k = kind();
+    return k.str ? k.str(*this) : k.describe(*this) + " " + norm.name();
+}
 
 std::string ModelSpec::architecture() const { return kind().describe(*this) + (type == "mlp" ? " MLP" : ""); }
 
 std::string ModelSpec::to_json() const {
+    if (kind().to_json) return kind().to_json(*this).dump();
     nlohmann::ordered_json j{{"type", type}, {"inputs", inputs}};
     for (const ModelOption& o : kind().options) {
         const auto& v = size(o.key);
@@ -44,9 +51,41 @@ std::string ModelSpec::to_json() const {
         }
     }
     j["classes"] = classes;
-    j["norm"] = norm;
+    j["norm"] = norm.name();
     return j.dump();
 }
+
+namespace {
+
+// The generic architecture JSON: inputs, the row's options in order, classes, norm.
+void read_generic(const nlohmann::json& j, ModelSpec& s) {
+    // Sizes must be JSON integers: get<int64_t>() of 1e300 would be undefined behaviour.
+    const auto size = [&](const nlohmann::json& v) {
+        NORMNET_CHECK(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() > 0) &&
+                          v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWidth),
+                      "layer size ", v.dump(), " is not an integer in [1, ", kMaxWidth, "]");
+        return v.get<int64_t>();
+    };
+    s.inputs = size(j.at("inputs"));
+    for (const ModelOption& o : s.kind().options) {
+        std::vector<int64_t>& v = s.sizes[o.key];
+        const nlohmann::json& given = j.at(o.key);
+        v.clear();
+        if (!o.choices.empty()) {
+            NORMNET_CHECK(given.is_string(), o.key, " is not a string");
+            v.push_back(choice_index(o, given.get<std::string>(), o.key));
+        } else if (o.scalar) {
+            v.push_back(size(given));
+        } else {
+            NORMNET_CHECK(given.is_array(), o.key, " is not a list");
+            for (const auto& h : given) v.push_back(size(h));
+        }
+    }
+    s.classes = size(j.at("classes"));
+    s.norm = Norm(j.at("norm").get<std::string>());
+}
+
+}  // namespace
 
 ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where) {
     ModelSpec s;
@@ -54,31 +93,8 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where
         const auto j = nlohmann::json::parse(text);
         NORMNET_CHECK(j.is_object(), "not a JSON object");
         // Checkpoints from before the registry had no other type than the MLP's.
-        s = defaults(j.contains("type") ? j.at("type").get<std::string>() : "mlp");
-        // Sizes must be JSON integers: get<int64_t>() of 1e300 would be undefined behaviour.
-        const auto size = [&](const nlohmann::json& v) {
-            NORMNET_CHECK(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() > 0) &&
-                              v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWidth),
-                          "layer size ", v.dump(), " is not an integer in [1, ", kMaxWidth, "]");
-            return v.get<int64_t>();
-        };
-        s.inputs = size(j.at("inputs"));
-        for (const ModelOption& o : s.kind().options) {
-            std::vector<int64_t>& v = s.sizes[o.key];
-            const nlohmann::json& given = j.at(o.key);
-            v.clear();
-            if (!o.choices.empty()) {
-                NORMNET_CHECK(given.is_string(), o.key, " is not a string");
-                v.push_back(choice_index(o, given.get<std::string>(), o.key));
-            } else if (o.scalar) {
-                v.push_back(size(given));
-            } else {
-                NORMNET_CHECK(given.is_array(), o.key, " is not a list");
-                for (const auto& h : given) v.push_back(size(h));
-            }
-        }
-        s.classes = size(j.at("classes"));
-        s.norm = j.at("norm").get<std::string>();
+        s = defaults(model_kind_of_json(j.contains("type") ? j.at("type").get<std::string>() : "mlp").name);
+        s.kind().from_json ? s.kind().from_json(j, s) : read_generic(j, s);
     } catch (const std::exception& e) {
         fail(where, ": malformed architecture metadata: ", e.what());
     }
@@ -89,8 +105,11 @@ ModelSpec ModelSpec::from_json(const std::string& text, const std::string& where
 void ModelSpec::validate(const std::string& where) const {
     const ModelKind& k = kind();
     const auto in_range = [](int64_t v) { return v >= 1 && v <= kMaxWidth; };
-    bool sizes_ok = in_range(inputs) && in_range(classes);
+    // A model sized by its data (the language model by its vocabulary) has 0 until it is read.
+    const bool from_data = k.task == kLanguageModel;
+    bool sizes_ok = ((from_data && inputs == 0) || in_range(inputs)) && ((from_data && classes == 0) || in_range(classes));
     for (const ModelOption& o : k.options) {
+        if (o.dropout) continue;
         const auto it = sizes.find(o.key);
         NORMNET_CHECK(it != sizes.end() && !it->second.empty() && (!o.scalar || it->second.size() == 1), where, ": ",
                       o.flag.empty() ? o.key : o.flag, o.scalar ? " must be one size" : " must list at least one size");
@@ -99,7 +118,7 @@ void ModelSpec::validate(const std::string& where) const {
                       where, ": ", o.flag, " holds no valid choice");
     }
     NORMNET_CHECK(sizes_ok, where, ": layer sizes must be in [1, ", kMaxWidth, "], got ", str());
-    NORMNET_CHECK(norm_named(norm, where).sits_at(k.site), where, ": normalisation '", norm,
+    NORMNET_CHECK(norm.sits_at(k.site), where, ": normalisation '", norm.name(),
                   "' does not apply to --model ", type, " (expected ", norm_choices(k.site), ")");
     k.check(*this, where);
     const double params = parameters();

@@ -11,16 +11,22 @@
 #include <vector>
 
 #include "normnet/layers.hpp"
+#include "normnet/nn/norm_choice.hpp"
 
 namespace normnet::cli {
 
 struct ModelKind;
 
+/// What kind of problem a run learns, which decides its data, loss, metrics and options: bits,
+/// so that an option can belong to several.
+enum TaskKind : unsigned { kClassification = 1, kLanguageModel = 2, kAnyTask = 3 };
+
 struct ModelSpec {
     std::string type = "mlp";
     int64_t inputs = 784;
     int64_t classes = 10;
-    std::string norm = "layer";
+    Norm norm = NormKind::layer;
+    double dropout = 0.0;  // the language model's (its --dropout)
     /// The model's own sizes by option key (ModelKind::options); a scalar option holds one value.
     std::map<std::string, std::vector<int64_t>> sizes{{"hidden", {300, 100}}};
 
@@ -37,7 +43,8 @@ struct ModelSpec {
     std::string str() const;
     /// str() without the normalisation: "784-300-100-10 MLP"
     std::string architecture() const;
-    /// {"type": "mlp", "inputs": 784, <the row's options in order>, "classes": 10, "norm": "layer"}
+    /// {"type": "mlp", "inputs": 784, <the row's options in order>, "classes": 10, "norm": "layer"},
+    /// or the row's own form (the language model's, as its checkpoints have always had it)
     std::string to_json() const;
     /// Parses to_json()'s text; throws normnet::Error naming `where` when it is malformed or out
     /// of range (see validate()). Nothing is built.

@@ -4,7 +4,7 @@
 namespace normnet::cli {
 
 const std::vector<const ModelKind*>& model_kinds() {
-    static const std::vector<const ModelKind*> table{&mlp_model(), &cnn_model(), &vit_model(), &lstm_model()};
+    static const std::vector<const ModelKind*> table{&mlp_model(), &cnn_model(), &vit_model(), &lstm_model(), &lm_model()};
     return table;
 }
 
@@ -13,6 +13,13 @@ const ModelKind& model_kind(const std::string& name, const std::string& where) {
         if (k->name == name) return *k;
     }
     fail(where, ": unknown model '", name, "' (expected ", model_choices(), ")");
+}
+
+const ModelKind& model_kind_of_json(const std::string& type) {
+    for (const ModelKind* k : model_kinds()) {
+        if (!k->json_type.empty() && k->json_type == type) return *k;
+    }
+    return model_kind(type, "model type");
 }
 
 double linear_stack_parameters(double in, const std::vector<int64_t>& widths) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct ModelOption {
     /// the range checks of sizes hold). `compare` accepts a comma-separated list of them as an
     /// axis of its grid. Implies scalar.
     std::vector<ModelChoice> choices{};
+    /// The model's dropout probability, a number in [0, 1) held in ModelSpec::dropout, not a size.
+    bool dropout = false;
 };
 
 /// The ModelChoice `option` holds in `spec`.
@@ -78,12 +81,34 @@ struct ModelKind {
     /// One sample as the exported ONNX graph takes it (`normnet export`): images [C, H, W], rows
     /// of pixels [H, W]; null: the loader's row of `inputs` values.
     std::vector<int64_t> (*onnx_input)(const ModelSpec& spec) = nullptr;
+    /// The task it learns (TaskKind): the image models classify, the language model predicts text.
+    unsigned task = kClassification;
+    /// Rows whose architecture has its own JSON form and text (the language model's, as its
+    /// checkpoints have always had them): the "type" in JSON, and the codec and text instead of
+    /// ModelSpec's generic ones.
+    std::string json_type{};
+    nlohmann::ordered_json (*to_json)(const ModelSpec& spec) = nullptr;
+    void (*from_json)(const nlohmann::json& j, ModelSpec& spec) = nullptr;
+    std::string (*str)(const ModelSpec& spec) = nullptr;
+    /// What a training run sets on the built model beyond its architecture (the language
+    /// model's recomputation in backward).
+    void (*train_setup)(Module& model, const RunConfig& config) = nullptr;
+    /// compare's grid by default: normalisations, batch sizes, model options given as lists
+    /// (flag, value), and its length (over the recipe: a few epochs, or steps).
+    std::string compare_norms = "layer,batch,none";
+    std::string compare_batch_sizes = "4,16,64,256";
+    std::vector<std::pair<std::string, std::string>> compare_options{};
+    void (*compare_recipe)(RunConfig& config) = nullptr;
+    /// bench's recipe over the model's (nullptr: Adam at 1e-3, constant, the peers' MLP recipe).
+    void (*bench_recipe)(RunConfig& config) = nullptr;
 };
 
 /// The registry, in the order help texts list it.
 const std::vector<const ModelKind*>& model_kinds();
 /// The row of `name`; throws normnet::Error naming `where` and the choices otherwise.
 const ModelKind& model_kind(const std::string& name, const std::string& where = "--model");
+/// The row whose architecture JSON has "type" `type` (its json_type, or its name).
+const ModelKind& model_kind_of_json(const std::string& type);
 /// "mlp or cnn"
 std::string model_choices();
 
@@ -108,5 +133,6 @@ const ModelKind& mlp_model();
 const ModelKind& cnn_model();
 const ModelKind& vit_model();
 const ModelKind& lstm_model();
+const ModelKind& lm_model();
 
 }  // namespace normnet::cli

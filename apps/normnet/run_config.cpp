@@ -42,7 +42,7 @@ const std::vector<OptimizerKind>& optimizer_kinds() {
 const std::vector<ScheduleKind>& schedule_kinds() {
     static const std::vector<ScheduleKind> table{
         {"constant", "the same lr throughout", Schedule::constant},
-        {"step", "the lr times step_gamma every step_epochs epochs", Schedule::step},
+        {"step", "the lr times step_gamma every step_epochs epochs", Schedule::step, kClassification},
         {"cosine", "cosine annealing to 0 over the run", Schedule::cosine},
     };
     return table;
@@ -69,31 +69,50 @@ std::string choices_text(const std::vector<std::string>& names) {
 
 const std::vector<ConfigField>& config_fields() {
     using R = RunConfig;
+    constexpr unsigned C = kClassification, L = kLanguageModel, A = kAnyTask;
     static const std::vector<ConfigField> table{
-        {"dataset", "--dataset", "mnist or fashion-mnist", &R::dataset, dataset_names()},
-        {"data_dir", "--data", "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)", &R::data_dir},
-        {"epochs", "--epochs", "Epochs to train", &R::epochs},
+        {"dataset", "--dataset", "mnist or fashion-mnist", &R::dataset, dataset_names(), C},
+        {"data_dir", "--data", "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)", &R::data_dir, {}, C},
+        {"text", "--text", "A UTF-8 text file, or a folder of them (fortune records split by %)", &R::text, {}, L},
+        {"val_fraction", "", "", &R::val_fraction, {}, L},
+        {"model", "", "", ConfigMember{}, {}, A},  // the architecture, in ModelSpec's own JSON (no member)
+        {"steps", "--steps", "Optimizer steps", &R::steps, {}, L},
+        {"epochs", "--epochs", "Epochs to train", &R::epochs, {}, A, "Or the run's length in passes over the training text"},
         {"batch_size", "--batch-size", "Images per batch (under mpirun: the global batch, divided among the ranks)",
-         &R::batch_size},
-        {"optimizer", "--optimizer", choices_text(names_of(optimizer_kinds())), &R::optimizer, names_of(optimizer_kinds())},
-        {"lr", "--lr", "Peak learning rate", &R::lr},
-        {"momentum", "--momentum", "SGD momentum", &R::momentum},
-        {"weight_decay", "--weight-decay", "Weight decay (decoupled for adamw, L2 otherwise)", &R::weight_decay},
+         &R::batch_size, {}, A, "Windows per step (under mpirun: of all ranks together)"},
+        {"optimizer", "--optimizer", choices_text(names_of(optimizer_kinds())), &R::optimizer, names_of(optimizer_kinds()), C},
+        {"lr", "--lr", "Peak learning rate", &R::lr, {}, A, "Peak learning rate (AdamW)"},
+        {"momentum", "--momentum", "SGD momentum", &R::momentum, {}, C},
+        {"weight_decay", "--weight-decay", "Weight decay (decoupled for adamw, L2 otherwise)", &R::weight_decay, {}, A,
+         "AdamW weight decay (matrices and embeddings)"},
         {"schedule", "--schedule", "Learning-rate schedule per batch: " + choices_text(names_of(schedule_kinds())),
-         &R::schedule, names_of(schedule_kinds())},
-        {"warmup", "--warmup", "Linear warm-up, in batches", &R::warmup},
-        {"step_gamma", "", "", &R::step_gamma},
-        {"step_epochs", "", "", &R::step_epochs},
+         &R::schedule, names_of(schedule_kinds()), A, "After the warm-up: cosine or constant"},
+        {"warmup", "--warmup", "Linear warm-up, in batches", &R::warmup, {}, A, "Linear warm-up, in steps"},
+        {"step_gamma", "", "", &R::step_gamma, {}, C},
+        {"step_epochs", "", "", &R::step_epochs, {}, C},
         {"clip", "--clip", "Clip the gradient norm to this value (0: off)", &R::clip},
-        {"label_smoothing", "--label-smoothing", "Cross-entropy label smoothing", &R::label_smoothing},
-        {"seed", "--seed", "Seed of the initial weights and the data order", &R::seed},
-        {"threads", "--threads", "Threads (default: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use)", &R::threads},
-        {"limit", "--limit", "Use only the first N images of each split (0: all), for quick runs", &R::limit},
+        {"label_smoothing", "--label-smoothing", "Cross-entropy label smoothing", &R::label_smoothing, {}, C},
+        {"eval_every", "--eval-every", "Steps between validations and checkpoints", &R::eval_every, {}, L},
+        {"seed", "--seed", "Seed of the initial weights and the data order", &R::seed, {}, A,
+         "Seed of the initial weights, the windows and dropout"},
+        {"threads", "--threads", "Threads (default: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use)",
+         &R::threads, {}, A,
+         "Threads (default: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use; under mpirun, "
+         "shared among the ranks)"},
+        {"limit", "--limit", "Use only the first N images of each split (0: all), for quick runs", &R::limit, {}, C},
         {"on_nan", "--on-nan", "A non-finite loss: stop (keep the last checkpoint) or skip the step", &R::on_nan,
-         {"stop", "skip"}},
+         {"stop", "skip"}, C},
         {"bn_sync", "--bn-sync",
          "BatchNorm under mpirun: local (each rank's own statistics, as DDP) or sync (over every rank's samples)",
-         &R::bn_sync, {"local", "sync"}},
+         &R::bn_sync, {"local", "sync"}, A,
+         "Under mpirun, with --norm batch: each rank's statistics over its windows x positions (local) or every rank's, "
+         "as one process over the global batch (sync)"},
+        {"recompute", "--recompute",
+         "Activation checkpointing: each block keeps only its input and runs its forward again in backward (less "
+         "memory, more time; not with --norm batch)", &R::recompute, {}, L},
+        {"recompute_ffn", "--recompute-ffn",
+         "Recompute each block's feed-forward hidden activations in backward (on by default: a quarter less memory for "
+         "a few percent of time; moot with --recompute)", &R::recompute_ffn, {}, L},
     };
     return table;
 }
@@ -105,15 +124,20 @@ const ConfigField& config_field(const std::string& flag) {
     fail("no run option ", flag);
 }
 
+bool RunConfig::counts_steps() const { return model.kind().task == kLanguageModel; }
+
 std::string RunConfig::to_json() const {
     nlohmann::ordered_json j;
+    const unsigned task = model.kind().task;
     for (const ConfigField& f : config_fields()) {
-        if (f.key == "data_dir") {
-            j["data_dir"] = resolved_data_dir();
+        if (!(f.tasks & task)) continue;
+        if (f.key == "model") {
             j["model"] = nlohmann::json::parse(model.to_json());
-            continue;
+        } else if (f.key == "data_dir") {
+            j["data_dir"] = resolved_data_dir();
+        } else {
+            std::visit([&](auto member) { j[f.key] = this->*member; }, f.member);
         }
-        std::visit([&](auto member) { j[f.key] = this->*member; }, f.member);
     }
     return j.dump();
 }
@@ -124,7 +148,16 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
         const auto j = nlohmann::json::parse(text);
         NORMNET_CHECK(j.is_object(), "not a JSON object");
         if (j.contains("model")) c.model = ModelSpec::from_json(j.at("model").dump(), where);
+        // Missing keys keep the task's defaults: RunConfig's for classification, the recipe of the
+        // language model (whose defaults differ in most fields).
+        const unsigned task = c.model.kind().task;
+        if (task == kLanguageModel) {
+            const ModelSpec model = c.model;
+            c = recipe_config(model.type);
+            c.model = model;
+        }
         for (const ConfigField& f : config_fields()) {
+            if (!(f.tasks & task) || f.key == "model") continue;
             std::visit([&](auto member) { read_field(j, f.key, c.*member); }, f.member);
         }
     } catch (const std::exception& e) {
@@ -137,21 +170,41 @@ void RunConfig::validate() const {
     const auto known = [](const std::vector<std::string>& names, const std::string& v) {
         return std::find(names.begin(), names.end(), v) != names.end();
     };
-    NORMNET_CHECK(known(dataset_names(), dataset), "--dataset: unknown dataset '", dataset, "' (expected ",
-                  choices_text(dataset_names()), ")");
-    NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
+    const ModelKind& kind = model_kind(model.type);
+    const bool lm = kind.task == kLanguageModel;
+    if (lm) {
+        NORMNET_CHECK(val_fraction > 0 && val_fraction < 1, "val_fraction: must be in (0, 1), got ", val_fraction);
+        NORMNET_CHECK((steps > 0) != (epochs > 0), "--steps and --epochs: give the length of the run in one of them, got ",
+                      steps, " steps and ", epochs, " epochs");
+        NORMNET_CHECK(steps >= 0 && steps <= kMaxSteps, "--steps: must be in [1, ", kMaxSteps, "], got ", steps);
+        NORMNET_CHECK(epochs >= 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
+        NORMNET_CHECK(eval_every >= 1 && eval_every <= kMaxSteps, "--eval-every: must be in [1, ", kMaxSteps, "], got ",
+                      eval_every);
+        NORMNET_CHECK(!recompute || !model.norm.batch_statistics(), "--recompute: not with --norm batch (its running "
+                      "statistics would be updated twice per step)");
+    } else {
+        NORMNET_CHECK(known(dataset_names(), dataset), "--dataset: unknown dataset '", dataset, "' (expected ",
+                      choices_text(dataset_names()), ")");
+        NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
+    }
     NORMNET_CHECK(batch_size > 0 && batch_size <= kMaxBatchSize, "--batch-size: must be in [1, ", kMaxBatchSize, "], got ",
-          batch_size);
+                  batch_size);
     NORMNET_CHECK(known(names_of(optimizer_kinds()), optimizer), "--optimizer: unknown optimizer '", optimizer, "' (expected ",
                   choices_text(names_of(optimizer_kinds())), ")");
     // Non-finite values are rejected here, naming the option, before an optimizer sees them.
     NORMNET_CHECK(std::isfinite(lr) && lr > 0, "--lr: must be a positive finite number, got ", lr);
     NORMNET_CHECK(std::isfinite(momentum) && momentum >= 0, "--momentum: must be a finite number >= 0, got ", momentum);
     NORMNET_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, "--weight-decay: must be a finite number >= 0, got ",
-          weight_decay);
+                  weight_decay);
+    std::vector<std::string> schedules;
+    for (const ScheduleKind& k : schedule_kinds()) {
+        if (k.tasks & kind.task) schedules.push_back(k.name);
+    }
     NORMNET_CHECK(known(names_of(schedule_kinds()), schedule), "--schedule: unknown schedule '", schedule, "' (expected ",
-                  choices_text(names_of(schedule_kinds())), ")");
-    NORMNET_CHECK(warmup >= 0 && warmup <= kMaxEpochs * kMaxBatchSize, "--warmup: must be >= 0, got ", warmup);
+                  choices_text(schedules), ")");
+    NORMNET_CHECK(known(schedules, schedule), "--schedule: --model ", kind.name, " takes ", choices_text(schedules), ", not ",
+                  schedule);
+    NORMNET_CHECK(warmup >= 0 && warmup <= kMaxSteps, "--warmup: must be >= 0, got ", warmup);
     NORMNET_CHECK(std::isfinite(step_gamma) && step_gamma > 0, "step_gamma: must be a positive finite number, got ", step_gamma);
     NORMNET_CHECK(step_epochs > 0 && step_epochs <= kMaxEpochs, "step_epochs: must be in [1, ", kMaxEpochs, "], got ", step_epochs);
     NORMNET_CHECK(std::isfinite(clip) && clip >= 0, "--clip: must be a finite number >= 0 (0 turns clipping off), got ", clip);
@@ -160,17 +213,26 @@ void RunConfig::validate() const {
     NORMNET_CHECK(limit >= 0, "--limit: must be >= 0 (0: all images), got ", limit);
     NORMNET_CHECK(on_nan == "stop" || on_nan == "skip", "--on-nan: unknown '", on_nan, "' (expected stop or skip)");
     NORMNET_CHECK(bn_sync == "local" || bn_sync == "sync", "--bn-sync: unknown '", bn_sync, "' (expected local or sync)");
+    NORMNET_CHECK(model.norm.sits_at(kind.site), "--norm ", model.norm.name(), ": ", model.norm.label(),
+                  " does not apply to --model ", kind.name, " (expected ", norm_choices(kind.site), ")");
     // Messages about the model's sizes name its first option (--hidden, --channels).
-    const ModelKind& kind = model_kind(model.type);
-    const Norm norm = norm_named(model.norm, "--norm");
-    NORMNET_CHECK(norm.sits_at(kind.site), "--norm ", model.norm, ": ", norm.label(), " does not apply to --model ", kind.name, " (expected ", norm_choices(kind.site), ")");
     std::string where;
     for (const ModelOption& o : kind.options) {
         if (where.empty()) where = o.flag;
     }
     model.validate(where);
-    NORMNET_CHECK(!uses_batch_statistics(model.norm) || batch_size >= 2, "--batch-size ", batch_size, ": ",
-                  norm_label(model.norm), " needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");
+    // An LM's batch is of windows of `context` positions: BatchNorm normalises over all of them.
+    const int64_t positions = lm ? batch_size * model.scalar("context") : batch_size;
+    NORMNET_CHECK(!model.norm.batch_statistics() || positions >= 2, "--batch-size ", batch_size, ": ", model.norm.label(),
+                  lm ? " needs at least 2 positions per batch" :
+                       " needs at least 2 samples per batch (use --norm layer, or a larger --batch-size)");
+}
+
+RunConfig recipe_config(const std::string& type) {
+    RunConfig c;
+    c.model = ModelSpec::defaults(type);
+    model_kind(type).recipe(c);
+    return c;
 }
 
 std::string RunConfig::resolved_data_dir() const {
@@ -221,27 +283,36 @@ std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::st
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const RunConfig& c, const NamedTensors& params) {
+    if (c.model.kind().task == kLanguageModel) {
+        // As in GPT-2 and nanoGPT: matrices (and embeddings) decay, biases and norm weights do not.
+        auto [decay, no_decay] = split_parameters(params, [](const std::string&, const Tensor& p) { return p.dim() >= 2; });
+        return std::make_unique<AdamW>(std::vector<ParamGroup>{ParamGroup(std::move(decay)),
+                                                               ParamGroup(std::move(no_decay), {.weight_decay = 0.0})},
+                                       AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+    }
     for (const OptimizerKind& k : optimizer_kinds()) {
         if (k.name == c.optimizer) return k.make(c, params);
     }
     fail("--optimizer: unknown optimizer '", c.optimizer, "'");
 }
 
-LRSchedulerOptions schedule_options(const RunConfig& c, int64_t batches_per_epoch) {
-    // Both factors are bounded (kMaxEpochs, and batches <= dataset size), so no product overflows.
-    NORMNET_CHECK(batches_per_epoch >= 1 && batches_per_epoch <= (int64_t{1} << 40), "schedule_options: ", batches_per_epoch,
-          " batches per epoch");
+LRSchedulerOptions schedule_options(const RunConfig& c, int64_t total_steps, int64_t steps_per_epoch) {
+    // Both are bounded (kMaxEpochs x batches <= dataset size, kMaxSteps), so no product overflows.
+    NORMNET_CHECK(steps_per_epoch >= 1 && steps_per_epoch <= kMaxSteps, "schedule_options: ", steps_per_epoch,
+                  " steps per epoch");
     LRSchedulerOptions o;
     for (const ScheduleKind& k : schedule_kinds()) {
         if (k.name == c.schedule) o.schedule = k.schedule;
     }
-    o.total_steps = c.epochs * batches_per_epoch;
+    o.total_steps = total_steps;
     o.warmup_steps = c.warmup;
-    o.step_size = c.step_epochs * batches_per_epoch;
+    o.step_size = c.step_epochs * steps_per_epoch;
     o.gamma = c.step_gamma;
     if (o.schedule == Schedule::cosine && o.warmup_steps >= o.total_steps) {
+        const std::string run = c.counts_steps() ? std::to_string(total_steps) + " steps"
+                                                 : str(c.epochs, " epoch(s) x ", steps_per_epoch, " batch(es) = ", total_steps);
         throw UsageError(str("--warmup ", c.warmup, ": the cosine schedule needs the warm-up to end before the run does (",
-                                        c.epochs, " epoch(s) x ", batches_per_epoch, " batch(es) = ", o.total_steps, ")"));
+                             run, ")"));
     }
     return o;
 }

@@ -1,11 +1,12 @@
-// `normnet train`: trains a model of the registry (the seed MLP by default, --model cnn the
-// CNN, with their --hidden/--channels/--norm variants) on MNIST or Fashion-MNIST, writes RUN_DIR/{config.json, metrics.csv, model.safetensors,
-// training_state.safetensors} and can resume from a checkpoint. Everything that can be wrong
-// with the input is checked before RUN_DIR is created, so a bad call leaves nothing behind; once
-// running, a crash, a full disk, a signal or a NaN leaves the last complete checkpoint.
+// `normnet train` (and `normnet lm train`, the same command for the language model under its
+// own words): trains a model of the registry — the seed MLP by default, --model cnn|vit|lstm on
+// MNIST or Fashion-MNIST, --model lm on a text corpus — and writes RUN_DIR/{config.json,
+// metrics.csv, model.safetensors, training_state.safetensors}; can resume from a checkpoint.
+// Everything that can be wrong with the input is checked before RUN_DIR is created, so a bad
+// call leaves nothing behind; once running, a crash, a full disk, a signal or a NaN leaves the
+// last complete checkpoint, and the folder is locked against a second writer.
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TrainArgs {
+    std::string command = "train";  // or "lm train"
     RunConfig config;
     ModelArgs model;
     std::string norm;  // as given; the model's default when not
@@ -47,12 +49,16 @@ RunConfig with_given_options(const RunConfig& base, const TrainArgs& args, const
     take_given_options(c, args.config, cmd);
     c.model = model_from_options(args.model, cmd, base.model);
     if (cmd.count("--norm") > 0) c.model.norm = args.norm;
+    // A run counted in steps has its length in --steps or in --epochs.
+    if (cmd.count("--steps") > 0) c.epochs = 0;
+    if (cmd.count("--epochs") > 0 && c.counts_steps()) c.steps = 0;
     return c;
 }
 
 // True when the command line says anything about the architecture.
 bool model_given(const TrainArgs& args, const CLI::App& cmd) {
-    if (cmd.count("--model") > 0 || cmd.count("--norm") > 0) return true;
+    if (cmd.get_option_no_throw("--model") != nullptr && cmd.count("--model") > 0) return true;
+    if (cmd.count("--norm") > 0) return true;
     for (const auto& [flag, text] : args.model.values) {
         if (cmd.count(flag) > 0) return true;
     }
@@ -76,21 +82,57 @@ double best_accuracy(const std::vector<EpochMetrics>& history) {
     return best;
 }
 
-// Where the run stands, for messages: "epoch 3", or "epoch 3, batch 120 of 469" inside one.
-std::string position(const Trainer& t) {
-    if (t.progress().batch == 0) return "epoch " + std::to_string(t.epochs_done());
-    return "epoch " + std::to_string(t.epochs_done() + 1) + ", batch " + std::to_string(t.progress().batch) + " of " +
-           std::to_string(t.batches_per_epoch());
+// The first lines: the model, data and recipe, and the data-parallel setting.
+void print_header(const TrainArgs& args, Trainer& trainer, const Replicas& replicas) {
+    const RunConfig& c = trainer.config();
+    const std::string bn = c.bn_sync == "sync" ? "synchronised (sync)" : "per rank (local)";
+    if (c.counts_steps()) {
+        double parameters = 0;
+        for (const Tensor& p : trainer.model().parameters()) parameters += static_cast<double>(p.numel());
+        std::printf("normnet %s: %s (%s parameters) on %s, AdamW lr %g, batch %lld, %s, %s\n", args.command.c_str(),
+                    c.model.str().c_str(), count_text(parameters).c_str(), trainer.task().data_text().c_str(), c.lr,
+                    static_cast<long long>(c.batch_size), plural(trainer.total_steps(), "step").c_str(),
+                    plural(c.threads, "thread").c_str());
+        if (replicas.parallel()) {
+            std::printf("data parallel: %d processes, %lld windows per rank and step%s\n", replicas.world,
+                        static_cast<long long>(c.batch_size / replicas.world),
+                        c.model.norm.batch_statistics() ? (", BatchNorm statistics " + bn).c_str() : "");
+        }
+        return;
+    }
+    std::printf("normnet %s: %s on %s, %s lr %g, batch %lld, %s, %s\n", args.command.c_str(), c.model.str().c_str(),
+                trainer.task().data_text().c_str(), c.optimizer.c_str(), c.lr, static_cast<long long>(c.batch_size),
+                plural(c.epochs, "epoch").c_str(), plural(c.threads, "thread").c_str());
+    if (replicas.parallel()) {
+        std::printf("data parallel: %d processes, %lld images per rank and batch, BatchNorm statistics %s\n", replicas.world,
+                    static_cast<long long>(c.batch_size / replicas.world), bn.c_str());
+    }
+}
+
+// An epoch's line after its label: "train loss 0.2087 acc 93.83%  test loss 0.1018 acc 96.93%".
+std::string metrics_text(const RunConfig& c, const EpochMetrics& m) {
+    char buf[160];
+    if (c.counts_steps()) {
+        std::snprintf(buf, sizeof buf, "train loss %.4f  %s", m.train_loss, val_loss_text(m.test_loss).c_str());
+    } else {
+        std::snprintf(buf, sizeof buf, "train loss %.4f acc %s  test loss %.4f acc %s", m.train_loss,
+                      percent(m.train_acc).c_str(), m.test_loss, percent(m.test_acc).c_str());
+    }
+    return buf;
 }
 
 void run_train(const TrainArgs& args, const CLI::App& cmd) {
     RunConfig config;
     as_usage_error([&] {
         NORMNET_CHECK(args.resume.empty() || args.init_from.empty(), "--resume and --init-from: give one or the other (--resume "
-              "continues a run, --init-from starts a new one from a model's weights)");
-        // A resumed run's model comes from its checkpoint; its options are checked once that is read.
+                      "continues a run, --init-from starts a new one from a model's weights)");
+        NORMNET_CHECK(cmd.count("--steps") == 0 || cmd.count("--epochs") == 0,
+                      "--steps and --epochs: give the length of the run in one of them");
+        // A resumed run's model comes from its checkpoint; its options are checked against it once
+        // that is read, and their own ranges at once (a bad option is a usage error before any file).
         if (args.resume.empty()) {
             config = with_given_options(recipe_config(args.model.type), args, cmd);
+            refuse_other_tasks_options(cmd, config.model.kind());
         } else {
             config = recipe_config(args.model.type);
             take_given_options(config, args.config, cmd);
@@ -103,9 +145,12 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
     if (!args.resume.empty()) {
         checkpoint = read_checkpoint(model_file_of(args.resume));
         const auto [spec, saved] = read_checkpoint_config(checkpoint.model);
+        NORMNET_CHECK(args.command != "lm train" || spec.kind().task == kLanguageModel, "--resume ", checkpoint.model.path,
+                      ": not a checkpoint of normnet lm train");
         check_file_fits(spec, checkpoint.model, "--resume");
         as_usage_error([&, saved = saved] {
             config = with_given_options(saved, args, cmd);
+            refuse_other_tasks_options(cmd, config.model.kind());
             config.validate();
         });
     }
@@ -124,26 +169,27 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
     config.threads = threads_per_rank(config.threads, replicas);  // under mpirun the ranks share the cores
     set_num_threads(config.threads);
 
-    const auto train = load_split(config, "train");
-    const auto test = load_split(config, "test");
-    Trainer trainer(config, train, test, replicas);
+    Trainer trainer(config, make_task(config, load_task_data(config), replicas), replicas);
+    config = trainer.config();  // with what the data decides (the vocabulary)
     // Only rank 0 prints and writes; the other ranks train and join its collectives.
     const bool leader = replicas.leader();
     const bool quiet = args.quiet || !leader;
+    const bool steps = config.counts_steps();
     const std::string checkpoint_dir = fs::path(checkpoint.model.path).parent_path().string();
     if (!args.resume.empty()) {
         const ResumePoint resumed = trainer.resume(checkpoint);
-        NORMNET_CHECK(trainer.epochs_done() < config.epochs, "--resume ", checkpoint.model.path,
-              ": the checkpoint has already trained ", trainer.epochs_done(), " of ", config.epochs,
-              " epochs (pass --epochs N to train more)");
+        NORMNET_CHECK(!trainer.finished(), "--resume ", checkpoint.model.path, ": the checkpoint has already trained ",
+                      steps ? str(trainer.step(), " of ", trainer.total_steps(), " steps (pass --steps N")
+                            : str(trainer.epochs_done(), " of ", config.epochs, " epochs (pass --epochs N"),
+                      " to train more)");
         complete_history(trainer.history(), resumed.has_history, trainer.epochs_done(),
-                         (fs::path(checkpoint_dir) / kMetricsFile).string());
+                         (fs::path(checkpoint_dir) / kMetricsFile).string(), steps);
     }
     if (!args.init_from.empty()) trainer.init_from(init);
 
     // Everything that can fail on bad input has happened; now the run folder.
     std::string dir = args.out;
-    if (dir.empty()) dir = args.resume.empty() ? new_run_dir("runs/") : checkpoint_dir;
+    if (dir.empty()) dir = args.resume.empty() ? new_run_dir(steps ? "runs/lm_" : "runs/") : checkpoint_dir;
     if (dir.empty()) dir = ".";
     const bool continuing = !args.resume.empty() && same_folder(dir, checkpoint_dir);
     const bool existed = fs::exists(dir);
@@ -157,35 +203,26 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
         if (!checkpoint.note.empty()) std::fprintf(stderr, "normnet: note: %s\n", checkpoint.note.c_str());
         write_train_config_json(dir, config, checkpoint.model.path, init.path);
         // Rewritten from the checkpoint's history: also repairs a row a crash kept from being written.
-        write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+        write_file_atomic(metrics_path, metrics_csv(trainer.history(), steps));
     }
 
     const bool tty = stdout_is_terminal() && !quiet;
     if (!quiet) {
-        std::printf("normnet train: %s on %s (%lld train / %lld test images), %s lr %g, batch %lld, %s, %s\n",
-                    config.model.str().c_str(), config.dataset.c_str(), static_cast<long long>(train->size()),
-                    static_cast<long long>(test->size()), config.optimizer.c_str(), config.lr,
-                    static_cast<long long>(config.batch_size), plural(config.epochs, "epoch").c_str(),
-                    plural(config.threads, "thread").c_str());
-        if (replicas.parallel()) {
-            std::printf("data parallel: %d processes, %lld images per rank and batch, BatchNorm statistics %s\n",
-                        replicas.world, static_cast<long long>(config.batch_size / replicas.world),
-                        config.bn_sync == "sync" ? "synchronised (sync)" : "per rank (local)");
-        }
+        print_header(args, trainer, replicas);
         std::printf("run folder: %s\n", dir.c_str());
-        if (!args.resume.empty()) std::printf("resuming from %s at %s\n", checkpoint.model.path.c_str(), position(trainer).c_str());
+        if (!args.resume.empty()) std::printf("resuming from %s at %s\n", checkpoint.model.path.c_str(), trainer.position().c_str());
         std::fflush(stdout);
     }
     // The last checkpoint in this folder, named when a NaN stops the run.
-    std::string saved = continuing ? position(trainer) : "";
+    std::string saved = continuing ? trainer.position() : "";
     const auto interrupted = [&](int signal) {
-        return Interrupted(signal, str("normnet: stopped by ", StopOnSignal::name(signal), " at ", position(trainer),
-                                                  "; checkpoint saved, continue with: normnet train --resume ", dir));
+        return Interrupted(signal, str("normnet: stopped by ", StopOnSignal::name(signal), " at ", trainer.position(),
+                                       "; checkpoint saved, continue with: normnet ", args.command, " --resume ", dir));
     };
     try {
-        while (trainer.epochs_done() < config.epochs) {
-            const std::string label = "epoch " + std::to_string(trainer.epochs_done() + 1) + "/" + std::to_string(config.epochs);
-            ProgressBar bar(label, trainer.batches_per_epoch(), config.batch_size, tty);
+        while (!trainer.finished()) {
+            const std::string label = trainer.epoch_label();
+            ProgressBar bar(label, trainer.batches_per_epoch(), trainer.task().samples_per_step(), tty);
             const auto last = trainer.run_epoch(
                 [&](int64_t batch, int64_t, double running_loss) {
                     char detail[32];
@@ -196,34 +233,46 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
             bar.finish();
             if (!last) {  // a signal inside the epoch: save where it stopped
                 trainer.save_checkpoint(dir);
+                saved = trainer.position();  // so that the folder's config.json stays with the checkpoint
                 throw interrupted(StopOnSignal::requested());
             }
             if (!quiet) {
-                std::printf("%s  train loss %.4f acc %s  test loss %.4f acc %s  lr %.2e  %s%s\n", label.c_str(),
-                            last->train_loss, percent(last->train_acc).c_str(), last->test_loss,
-                            percent(last->test_acc).c_str(), last->lr, format_duration(last->seconds).c_str(),
+                std::printf("%s  %s  lr %.2e  %s%s\n", label.c_str(), metrics_text(config, *last).c_str(), last->lr,
+                            format_duration(last->seconds).c_str(),
                             last->skipped ? ("  (" + plural(last->skipped, "step") + " skipped: non-finite)").c_str() : "");
                 std::fflush(stdout);
             }
             // The checkpoint first, then its metrics row: a crash between the two loses the row
             // only until the next start rewrites metrics.csv from the checkpoint.
             trainer.save_checkpoint(dir);
-            saved = position(trainer);
-            if (leader) write_file_atomic(metrics_path, metrics_csv(trainer.history()));
+            saved = trainer.position();
+            if (leader) write_file_atomic(metrics_path, metrics_csv(trainer.history(), steps));
             if (StopOnSignal::requested()) throw interrupted(StopOnSignal::requested());
         }
     } catch (const NonFinite& e) {
         if (saved.empty() && leader) discard_run_folder(dir, existed, lock);
         fail(e.what(), "; stopped without saving, ",
              saved.empty() ? "no checkpoint was written" : "the checkpoint of " + saved + " in " + dir + " is kept",
-             " (try a lower --lr, --clip, or --on-nan skip)");
+             steps ? " (try a lower --lr or --clip)" : " (try a lower --lr, --clip, or --on-nan skip)");
     } catch (...) {
         if (saved.empty() && leader) discard_run_folder(dir, existed, lock);
         throw;
     }
     if (!leader) return;
-    std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(trainer.history().back().test_acc).c_str(),
-                percent(best_accuracy(trainer.history())).c_str(), (fs::path(dir) / kModelFile).c_str());
+    const std::string model_file = (fs::path(dir) / kModelFile).string();
+    if (steps) {
+        std::printf("final %s, model saved to %s\n", val_loss_text(trainer.history().back().test_loss).c_str(), model_file.c_str());
+    } else {
+        std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(trainer.history().back().test_acc).c_str(),
+                    percent(best_accuracy(trainer.history())).c_str(), model_file.c_str());
+    }
+}
+
+// The run folder's options of both commands.
+void add_run_folder_options(CLI::App& cmd, TrainArgs& args, const std::string& default_folder) {
+    cmd.add_option("--out", args.out, "Run folder (default: " + default_folder + ")");
+    cmd.add_flag("--overwrite", args.overwrite, "Replace the run already in --out");
+    cmd.add_option("--resume", args.resume, "Continue the run of a model.safetensors (or of its run folder)");
 }
 
 }  // namespace
@@ -233,7 +282,7 @@ void add_train_command(CLI::App& app) {
     RunConfig& c = args->config;
     CLI::App* cmd = app.add_subcommand(
         "train", "Train a model on MNIST or Fashion-MNIST (default: the seed MLP 784-300-100-10 with LayerNorm on MNIST; "
-                 "--model cnn: the CNN with BatchNorm on Fashion-MNIST)");
+                 "--model cnn: the CNN with BatchNorm on Fashion-MNIST), or --model lm on a text corpus");
     add_data_options(*cmd, c);
     add_model_options(*cmd, args->model);
     std::string norms;
@@ -243,15 +292,38 @@ void add_train_command(CLI::App& app) {
     for (const char* flag : {"--epochs", "--batch-size", "--lr"}) add_config_option(*cmd, c, flag);
     add_optimizer_options(*cmd, c);
     for (const char* flag : {"--label-smoothing", "--seed", "--on-nan"}) add_config_option(*cmd, c, flag);
-    cmd->add_option("--out", args->out, "Run folder (default: runs/<date-time>)");
-    cmd->add_flag("--overwrite", args->overwrite, "Replace the run already in --out");
-    cmd->add_option("--resume", args->resume, "Continue the run of a model.safetensors (or of its run folder)");
+    add_run_folder_options(*cmd, *args, "runs/<date-time>");
     cmd->add_option("--init-from", args->init_from, "Start a new run from the weights of a model.safetensors (normnet's or PyTorch's)");
     cmd->add_flag("--quiet", args->quiet, "Print only the final line");
     add_config_option(*cmd, c, "--bn-sync");
     cmd->add_option("--check-replicas", args->check_replicas,
                     "Under mpirun: compare the parameters of every rank every K steps and stop at the first difference (debug)")
         ->check(kNonNegative);
+    for (const char* flag : {"--text", "--steps", "--eval-every", "--recompute", "--recompute-ffn"}) {
+        add_config_option(*cmd, c, flag, config_field(flag).help + " (--model lm)");
+    }
+    cmd->callback([args, cmd] { run_train(*args, *cmd); });
+}
+
+void add_lm_train_command(CLI::App& lm) {
+    auto args = std::make_shared<TrainArgs>();
+    args->command = "lm train";
+    RunConfig& c = args->config;
+    c = recipe_config("lm");
+    CLI::App* cmd = lm.add_subcommand("train", "Train a GPT-style character model (default corpus: Debian's fortunes)");
+    for (const char* flag : {"--text", "--steps", "--epochs", "--batch-size", "--lr", "--weight-decay", "--schedule", "--warmup",
+                             "--clip"}) {
+        add_config_option(*cmd, c, flag, "", true);
+    }
+    add_model_options(*cmd, args->model, &lm_model());
+    cmd->add_option("--norm", args->norm, "Normalisation in the blocks: layer, rms, batch or none")
+        ->check(CLI::IsMember(norm_names(NormSite::tokens)))
+        ->default_str("layer");
+    for (const char* flag : {"--eval-every", "--seed", "--threads", "--bn-sync", "--recompute", "--recompute-ffn"}) {
+        add_config_option(*cmd, c, flag, "", true);
+    }
+    add_run_folder_options(*cmd, *args, "runs/lm_<date-time>");
+    cmd->add_flag("--quiet", args->quiet, "Print only the final line");
     cmd->callback([args, cmd] { run_train(*args, *cmd); });
 }
 

@@ -1,45 +1,27 @@
-// Trainer: the training loop, evaluation, and checkpoints that resume bit for bit.
+// Trainer: the training step, evaluation, and checkpoints that resume bit for bit.
 #include "trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <numbers>
+#include <tuple>
 
 #include "checkpoint_metadata.hpp"
 #include "commands.hpp"
-#include "norms.hpp"
+#include "models.hpp"
 #include "normnet/normnet.hpp"
 
 namespace normnet::cli {
 namespace {
 
 using Json = nlohmann::json;
-
-DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replicas& r) {
-    // --batch-size is the global batch: each of the world's ranks takes batch / world of it.
-    const int64_t per_rank = per_rank_batch(c.batch_size, r);
-    const bool local_bn = uses_batch_statistics(c.model.norm) && c.bn_sync == "local";
-    if (local_bn && r.world > 1 && per_rank < 2) {
-        throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves ", per_rank,
-                             " sample per rank: BatchNorm with --bn-sync local needs at least 2 (use a larger "
-                             "--batch-size or --bn-sync sync)"));
-    }
-    // Batch statistics (BatchNorm) cannot train on a batch of one sample: drop such a last batch
-    // (PyTorch would fail). With per-rank statistics, one sample on any rank (its slice of the
-    // last batch) is such a batch.
-    const int64_t last = size % c.batch_size;
-    const bool lone_last = c.batch_size > 1 && (local_bn ? last % per_rank == 1 : last == 1);
-    return DataLoaderOptions{.batch_size = c.batch_size,
-                             .shuffle = true,
-                             .drop_last = lone_last && uses_batch_statistics(c.model.norm),
-                             .seed = c.seed,
-                             .num_replicas = r.world,
-                             .rank = r.rank};
-}
+constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
 // FNV-1a over a tensor's bytes: replicas that are bit-identical hash the same.
 int64_t content_hash(const Tensor& t) {
@@ -64,55 +46,76 @@ void perturb_for_test(Module& model, int rank) {
 }
 
 // The deterministic metrics of each finished epoch (not the seconds, so that the same run always
-// writes the same checkpoint bytes): [epoch, train_loss, train_acc, test_loss, test_acc, lr, skipped].
-std::string history_json(const std::vector<EpochMetrics>& history) {
+// writes the same checkpoint bytes). Runs counted in epochs: [epoch, train_loss, train_acc,
+// test_loss, test_acc, lr, skipped]; in steps: [step, train_loss, val_loss, lr].
+std::string history_json(const std::vector<EpochMetrics>& history, bool steps) {
     Json rows = Json::array();
     for (const EpochMetrics& m : history) {
-        rows.push_back({m.epoch, number(m.train_loss), number(m.train_acc), number(m.test_loss), number(m.test_acc),
-                        number(m.lr), m.skipped});
+        if (steps) {
+            rows.push_back({m.step, number(m.train_loss), number(m.test_loss), number(m.lr)});
+        } else {
+            rows.push_back({m.epoch, number(m.train_loss), number(m.train_acc), number(m.test_loss), number(m.test_acc),
+                            number(m.lr), m.skipped});
+        }
     }
     return rows.dump();
 }
 
-std::vector<EpochMetrics> parse_history(const std::string& text, int64_t epochs) {
+// `epochs` rows (runs counted in epochs), or rows of increasing steps up to `step`.
+std::vector<EpochMetrics> parse_history(const std::string& text, bool steps, int64_t epochs, int64_t step) {
     const Json rows = Json::parse(text);
-    NORMNET_CHECK(rows.is_array() && rows.size() == static_cast<size_t>(epochs), "expected a list of ", epochs, " epochs");
+    NORMNET_CHECK(rows.is_array(), "not a list");
+    NORMNET_CHECK(steps || rows.size() == static_cast<size_t>(epochs), "expected a list of ", epochs, " epochs");
     std::vector<EpochMetrics> history;
     for (const Json& row : rows) {
-        NORMNET_CHECK(row.is_array() && row.size() == 7, "malformed epoch row ", row.dump());
+        NORMNET_CHECK(row.is_array() && row.size() == (steps ? 4u : 7u), "malformed ", steps ? "" : "epoch ", "row ", row.dump());
         EpochMetrics m;
-        m.epoch = count_of(row[0], kMaxEpochs);
-        NORMNET_CHECK(m.epoch == static_cast<int64_t>(history.size()) + 1, "epoch ", m.epoch, " out of order");
+        m.epoch = static_cast<int64_t>(history.size()) + 1;
         m.train_loss = number_of(row[1]);
-        m.train_acc = number_of(row[2]);
-        m.test_loss = number_of(row[3]);
-        m.test_acc = number_of(row[4]);
-        m.lr = number_of(row[5]);
-        m.skipped = count_of(row[6], std::numeric_limits<int64_t>::max());
+        if (steps) {
+            m.step = count_of(row[0], step);
+            NORMNET_CHECK(history.empty() || m.step > history.back().step, "step ", m.step, " out of order");
+            m.test_loss = number_of(row[2]);
+            m.lr = number_of(row[3]);
+            m.train_acc = m.test_acc = NAN;
+        } else {
+            NORMNET_CHECK(count_of(row[0], kMaxEpochs) == m.epoch, "epoch ", row[0].dump(), " out of order");
+            m.train_acc = number_of(row[2]);
+            m.test_loss = number_of(row[3]);
+            m.test_acc = number_of(row[4]);
+            m.lr = number_of(row[5]);
+            m.skipped = count_of(row[6], kMaxCount);
+        }
         m.seconds = NAN;  // filled in from metrics.csv, if it has the row
         history.push_back(m);
     }
     return history;
 }
 
-std::string progress_json(const EpochProgress& p) {
-    return Json{{"batch", p.batch},       {"correct", p.correct},   {"seen", p.seen},
-                {"skipped", p.skipped},   {"loss_sum", number(p.loss_sum)}, {"seconds", number(p.seconds)}}
+// The sums of the epoch so far. Runs counted in steps keep {loss_sum, count, seconds}.
+std::string progress_json(const EpochProgress& p, bool steps) {
+    if (steps) return Json{{"loss_sum", number(p.loss_sum)}, {"count", p.seen}, {"seconds", number(p.seconds)}}.dump();
+    return Json{{"batch", p.batch},     {"correct", p.correct},           {"seen", p.seen},
+                {"skipped", p.skipped}, {"loss_sum", number(p.loss_sum)}, {"seconds", number(p.seconds)}}
         .dump();
 }
 
-EpochProgress parse_progress(const std::string& text) {
+EpochProgress parse_progress(const std::string& text, bool steps) {
     const Json j = Json::parse(text);
     NORMNET_CHECK(j.is_object(), "not a JSON object");
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     EpochProgress p;
-    p.batch = count_of(j.at("batch"), kMax);
-    p.seen = count_of(j.at("seen"), kMax);
-    p.correct = count_of(j.at("correct"), p.seen);
-    p.skipped = count_of(j.at("skipped"), p.batch);
     p.loss_sum = number_of(j.at("loss_sum"));
     p.seconds = number_of(j.at("seconds"));
-    NORMNET_CHECK(p.batch >= 1 && std::isfinite(p.loss_sum), "malformed progress ", text);
+    if (steps) {
+        p.seen = count_of(j.at("count"), kMaxSteps);
+    } else {
+        p.batch = count_of(j.at("batch"), kMaxCount);
+        p.seen = count_of(j.at("seen"), kMaxCount);
+        p.correct = count_of(j.at("correct"), p.seen);
+        p.skipped = count_of(j.at("skipped"), p.batch);
+        NORMNET_CHECK(p.batch >= 1, "malformed progress ", text);
+    }
+    NORMNET_CHECK(std::isfinite(p.loss_sum), "malformed progress ", text);
     return p;
 }
 
@@ -130,6 +133,8 @@ bool gradients_finite(const std::vector<Tensor>& params) {
 
 }  // namespace
 
+double EpochMetrics::bits_per_char() const { return test_loss / std::numbers::ln2; }
+
 std::pair<ModelSpec, RunConfig> read_checkpoint_config(const SafetensorsData& checkpoint) {
     ModelSpec spec = ModelSpec::from_json(metadata_or_fail(checkpoint, "normnet.architecture"), checkpoint.path);
     RunConfig config = RunConfig::from_json(metadata_or_fail(checkpoint, "normnet.config"), checkpoint.path);
@@ -141,56 +146,79 @@ void check_file_fits(const ModelSpec& spec, const SafetensorsData& weights, cons
     double values = 0;
     for (const auto& [name, t] : weights.tensors) values += static_cast<double>(t.numel());
     NORMNET_CHECK(spec.parameters() <= values, option, option.empty() ? "" : " ", weights.path, ": the model ", spec.str(),
-          " needs ", count_text(spec.parameters()), " parameters in its weights and biases alone, but the file holds only ",
-          count_text(values), " values");
+                  " needs ", count_text(spec.parameters()), " parameters in its weights and biases alone, but the file holds only ",
+                  count_text(values), " values");
+}
+
+ModelFile load_model_file(const std::string& path) {
+    ModelFile m;
+    m.file = load_safetensors(path);
+    std::tie(m.spec, m.config) = read_checkpoint_config(m.file);
+    // A model sized by its data (the language model's vocabulary) may say 0 until the data is read;
+    // a model file must know it.
+    NORMNET_CHECK(m.spec.inputs >= 1 && m.spec.classes >= 1, path, ": architecture metadata: vocab_size must be >= 1, got ",
+                  m.spec.inputs);
+    check_file_fits(m.spec, m.file);  // before building the model the metadata describes
+    m.model = build_model(m.spec);
+    load(*m.model, m.file);
+    m.model->eval();
+    return m;
 }
 
 ResumePoint parse_resume_point(const LoadedCheckpoint& c) {
     ResumePoint p;
     std::tie(p.spec, p.config) = read_checkpoint_config(c.model);
     const std::string& state = c.state.path;
-    p.epoch = static_cast<int64_t>(parse_count(metadata_or_fail(c.model, "normnet.epoch"), kMaxEpochs, c.model.path));
-    NORMNET_CHECK(parse_count(metadata_or_fail(c.state, "normnet.epoch"), kMaxEpochs, state) == static_cast<uint64_t>(p.epoch),
-          state, ": training state is from another epoch than ", c.model.path);
+    const bool steps = p.config.counts_steps();
+    // Where: epochs done (and the batch inside the next, in the model file), or steps done.
+    const char* key = steps ? "normnet.step" : "normnet.epoch";
+    const int64_t max = steps ? kMaxSteps : kMaxEpochs;
+    const auto at = static_cast<int64_t>(parse_count(metadata_or_fail(c.model, key), static_cast<uint64_t>(max), c.model.path));
+    NORMNET_CHECK(parse_count(metadata_or_fail(c.state, key), static_cast<uint64_t>(max), state) == static_cast<uint64_t>(at),
+                  state, ": training state is from another ", steps ? "step" : "epoch", " than ", c.model.path);
     p.optimizer = metadata_or_fail(c.state, "normnet.optimizer");
-    p.scheduler_position = static_cast<int64_t>(
-        parse_count(metadata_or_fail(c.state, "normnet.scheduler_position"), uint64_t{1} << 62, state));
     p.rng = parse_rng_state(metadata_or_fail(c.state, "normnet.rng_state"), state);
+    if (steps) {
+        p.step = at;
+        try {
+            p.progress = parse_progress(metadata_or_fail(c.state, "normnet.progress"), true);
+            p.history = parse_history(metadata_or_fail(c.state, "normnet.history"), true, 0, p.step);
+        } catch (const std::exception& e) {
+            fail(state, ": malformed training state metadata: ", e.what());
+        }
+        p.has_history = true;
+        return p;
+    }
+    p.epoch = at;
+    p.step = static_cast<int64_t>(parse_count(metadata_or_fail(c.state, "normnet.scheduler_position"), uint64_t{1} << 62, state));
     try {
-        if (c.state.metadata.count("normnet.progress")) p.progress = parse_progress(c.state.metadata.at("normnet.progress"));
+        if (c.state.metadata.count("normnet.progress")) p.progress = parse_progress(c.state.metadata.at("normnet.progress"), false);
     } catch (const std::exception& e) {
         fail(state, ": malformed normnet.progress: ", e.what());
     }
     const auto batch = c.model.metadata.find("normnet.batch");
     NORMNET_CHECK((batch == c.model.metadata.end() ? 0 : parse_count(batch->second, uint64_t{1} << 62, c.model.path)) ==
-              static_cast<uint64_t>(p.progress.batch),
-          state, ": training state is from another batch than ", c.model.path);
+                      static_cast<uint64_t>(p.progress.batch),
+                  state, ": training state is from another batch than ", c.model.path);
     p.has_history = c.state.metadata.count("normnet.history") > 0;
     try {
-        if (p.has_history) p.history = parse_history(c.state.metadata.at("normnet.history"), p.epoch);
+        if (p.has_history) p.history = parse_history(c.state.metadata.at("normnet.history"), false, p.epoch, 0);
     } catch (const std::exception& e) {
         fail(state, ": malformed normnet.history: ", e.what());
     }
     return p;
 }
 
-Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
-                 const Replicas& replicas)
-    : config_(config),
-      replicas_(replicas),
-      train_(std::move(train)),
-      test_(std::move(test)),
-      loader_(train_, loader_options(config, train_->size(), replicas)) {
+Trainer::Trainer(const RunConfig& config, std::unique_ptr<Task> task, const Replicas& replicas)
+    : config_(config), task_(std::move(task)), replicas_(replicas) {
+    task_->complete(config_.model);
     config_.validate();
-    if (loader_.num_batches() == 0) {
-        throw UsageError(str("--limit ", config_.limit, ": ", train_->size(),
-                                        " training image(s) give no batch of at least 2 for BatchNorm (use a larger --limit)"));
-    }
-    // The same seed gives the same initial Linear weights whatever the normalisation: the
-    // norm layers draw no random numbers.
+    // The same seed gives the same initial weights whatever the normalisation: the norm layers
+    // draw no random numbers.
     manual_seed(config_.seed);
     try {
         model_ = build_model(config_.model);
+        if (const auto setup = config_.model.kind().train_setup) setup(*model_, config_);
         optimizer_ = make_optimizer(config_, model_->named_parameters());
     } catch (const std::bad_alloc&) {
         fail("not enough memory for the model ", config_.model.str(), " (", count_text(config_.model.parameters()),
@@ -200,6 +228,8 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
     if (replicas_.parallel()) {
         // Every rank starts from rank 0's weights (the same seed gives them anyway; this makes it so).
         dist::broadcast_module(*model_);
+        // Synchronised BatchNorm normalises over every rank's samples (a sequence model's: over
+        // every rank's windows and positions), those of the global batch in one process.
         if (config_.bn_sync == "sync") dist::convert_sync_batchnorm(*model_);
         reduce_ = std::make_unique<dist::GradientAllReduce>(model_->parameters(), 4);  // + StepSums
         // Ranks on one node split the optimizer's step (dist.hpp); clipping and --on-nan skip
@@ -210,14 +240,44 @@ Trainer::Trainer(const RunConfig& config, std::shared_ptr<const Dataset> train, 
         }
         perturb_for_test(*model_, replicas_.rank);
     }
-    scheduler_ = std::make_unique<LRScheduler>(*optimizer_, schedule_options(config_, loader_.num_batches()));
+    scheduler_ = std::make_unique<LRScheduler>(
+        *optimizer_, schedule_options(config_, task_->total_steps(), task_->steps_per_epoch()));
+}
+
+int64_t Trainer::epochs() const {
+    const int64_t per = task_->steps_per_epoch();
+    return (task_->total_steps() + per - 1) / per;
+}
+
+int64_t Trainer::batches_per_epoch() const {
+    const int64_t per = task_->steps_per_epoch();
+    return std::min(per, task_->total_steps() - epochs_done_ * per);
+}
+
+std::string Trainer::position() const {
+    if (config_.counts_steps()) return "step " + std::to_string(step());
+    if (progress_.batch == 0) return "epoch " + std::to_string(epochs_done_);
+    return str("epoch ", epochs_done_ + 1, ", batch ", progress_.batch, " of ", batches_per_epoch());
+}
+
+std::string Trainer::epoch_label() const {
+    if (config_.counts_steps()) {
+        return str("step ", epochs_done_ * task_->steps_per_epoch() + batches_per_epoch(), "/", total_steps());
+    }
+    return str("epoch ", epochs_done_ + 1, "/", epochs());
+}
+
+std::string Trainer::where_in_run() const {
+    if (config_.counts_steps()) return str("step ", step() + 1, " of ", total_steps());
+    return str("epoch ", epochs_done_ + 1, ", batch ", progress_.batch + 1, " of ", batches_per_epoch());
 }
 
 EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopCheck& stop) {
     model_->train();
-    loader_.set_epoch(epochs_done_);
+    task_->start_epoch(epochs_done_, progress_.batch);
     const std::vector<Tensor> params = model_->parameters();
-    const int64_t batches = loader_.num_batches();
+    const int64_t batches = batches_per_epoch();
+    const bool over_rows = task_->mean_over_rows();
     const auto start = std::chrono::steady_clock::now();
     const double seconds_before = progress_.seconds;
     const auto elapsed = [&] {
@@ -226,38 +286,35 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     const bool skip_mode = config_.on_nan == "skip";
     const auto reject = [&](const char* what, double value) {
         if (skip_mode) return false;
-        throw NonFinite(str("non-finite ", what, " (", value, ") at epoch ", epochs_done_ + 1, ", batch ",
-                                       progress_.batch + 1, " of ", batches));
+        throw NonFinite(str("non-finite ", what, " (", value, ") at ", where_in_run()));
     };
     // Gradients are zeroed once here and then by step_and_zero_grad, in the optimizer's own
     // pass: each backward adds into buffers kept across steps.
     optimizer_->zero_grad();
-    auto it = loader_.begin();
-    for (int64_t i = 0; i < progress_.batch; ++i) ++it;  // resumed inside the epoch: pass the batches done
     lap_start_ = std::chrono::steady_clock::now();
-    for (; it != loader_.end(); ++it) {
-        const Batch& batch = *it;
+    while (progress_.batch < batches) {
+        const StepData data = task_->next();
         lap(times_.data);
-        Tensor logits;
+        Tensor output;
         float value = 0.0f;
         bool ok = true;
         bool stop_here = false;
         if (reduce_) {
-            // A signal reaches the ranks at different batches: they stop together, after the
-            // batch at which the first of them saw it (asked before the step's all-reduce, which
+            // A signal reaches the ranks at different steps: they stop together, after the step
+            // at which the first of them saw it (asked before the step's all-reduce, which
             // carries it with the gradients).
             StepSums sums;
             sums.stop = stop && progress_.batch + 1 < batches && stop();
-            ok = parallel_step(batch, params, sums);
+            ok = parallel_step(data, params, sums);
             stop_here = sums.stop;
             if (ok) {  // every rank's part of the step, the same on every rank
                 progress_.loss_sum += sums.loss_sum;
                 progress_.correct += sums.correct;
-                progress_.seen += sums.seen;
+                progress_.seen += over_rows ? sums.seen : 1;
             }
         } else {
-            logits = model_->forward(batch.inputs.flatten(1));
-            const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
+            output = model_->forward(data.inputs);
+            const Tensor loss = task_->loss(output, data);
             // A non-finite loss is caught before it reaches the weights; a non-finite gradient with a
             // finite loss only where it is cheap to see (clipping computes the norm anyway) or asked
             // for (--on-nan skip); with --on-nan stop, the weights are checked before every save.
@@ -276,6 +333,7 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
             }
         }
         if (ok) {
+            last_lr_ = optimizer_->lr();
             optimizer_->step_and_zero_grad();
             lap(times_.optimizer);
             if (sharded_) {
@@ -283,15 +341,16 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
                 lap(times_.allreduce);
             }
             if (!reduce_) {
-                progress_.loss_sum += static_cast<double>(value) * static_cast<double>(batch.size());
-                if (batch.size() > 0) progress_.correct += count_correct(logits, batch.labels);
-                progress_.seen += batch.size();
+                const int64_t weight = over_rows ? data.rows : 1;
+                progress_.loss_sum += static_cast<double>(value) * static_cast<double>(weight);
+                progress_.correct += std::max<int64_t>(task_->correct(output, data), 0);
+                progress_.seen += weight;
             }
         } else {
             optimizer_->zero_grad();
             ++progress_.skipped;
         }
-        scheduler_->step();  // a skipped batch still moves the schedule, as the data moved on
+        scheduler_->step();  // a skipped step still moves the schedule, as the data moved on
         ++progress_.batch;
         if (replicas_.check_every > 0 && scheduler_->position() % replicas_.check_every == 0) check_replicas();
         if (on_batch) on_batch(progress_.batch, batches, progress_.seen ? progress_.mean_loss() : NAN);
@@ -308,40 +367,52 @@ EpochProgress Trainer::train_epoch(const BatchCallback& on_batch, const StopChec
     progress_ = EpochProgress{};
     ++epochs_done_;
     if (done.seen == 0) {
-        throw NonFinite(str("every batch of epoch ", epochs_done_, " had a non-finite loss or gradient (",
-                                       done.skipped, " skipped)"));
+        throw NonFinite(str("every batch of epoch ", epochs_done_, " had a non-finite loss or gradient (", done.skipped,
+                            " skipped)"));
     }
     return done;
 }
 
-bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& params, StepSums& sums) {
+bool Trainer::parallel_step(const StepData& data, const std::vector<Tensor>& params, StepSums& sums) {
     // Each rank backpropagates its share of the global batch's mean loss, so that every rank's
     // gradients are parts of one gradient (also for synchronised BatchNorm, whose backward sums
     // them over the ranks) and the all-reduce adds them up. A rank without rows in this batch
     // (the last, partial one) still joins every collective: synchronised BatchNorm's through a
     // forward and backward of its empty slice, the gradient all-reduce with zeros. The step's
-    // loss x rows, correct predictions, rows and stop flag ride in the same all-reduce.
+    // loss x weight, correct predictions, rows and stop flag ride in the same all-reduce.
     const bool skip_mode = config_.on_nan == "skip";
+    const bool over_rows = task_->mean_over_rows();
     Tensor objective;
-    float metrics[4] = {0.0f, 0.0f, static_cast<float>(batch.size()), sums.stop ? 1.0f : 0.0f};
-    if (batch.size() > 0) {
-        const Tensor logits = model_->forward(batch.inputs.flatten(1));
-        const Tensor loss = cross_entropy(logits, batch.labels, static_cast<float>(config_.label_smoothing));
+    float metrics[4] = {0.0f, 0.0f, static_cast<float>(data.rows), sums.stop ? 1.0f : 0.0f};
+    if (data.rows > 0) {
+        // Dropout: the ranks' masks must be independent draws, not the same draws over each slice.
+        // Each step takes one number from the default generator, as every rank does (so that its
+        // state stays the same on all ranks and a checkpoint of rank 0's resumes any world size),
+        // and draws this rank's masks from a generator seeded with it and the rank.
+        Generator& generator = default_generator();
+        const bool dropout = config_.model.dropout > 0;
+        std::array<uint64_t, 4> shared{};
+        if (dropout) {
+            const uint64_t step_seed = generator.next_u64();
+            shared = generator.state();
+            generator.manual_seed(step_seed ^ (0xd1b54a32d192ed03ull * static_cast<uint64_t>(replicas_.rank + 1)));
+        }
+        const Tensor output = model_->forward(data.inputs);
+        const Tensor loss = task_->loss(output, data);
+        if (dropout) generator.set_state(shared);
         const float value = loss.item();
-        metrics[0] = value * static_cast<float>(batch.size());
-        metrics[1] = static_cast<float>(count_correct(logits, batch.labels));
-        const double share = loader_.share(progress_.batch);
+        metrics[0] = value * static_cast<float>(over_rows ? static_cast<double>(data.rows) : data.share);
+        metrics[1] = static_cast<float>(std::max<int64_t>(task_->correct(output, data), 0));
         lap(times_.forward);
         if (std::isfinite(value)) {
-            objective = loss * static_cast<float>(share);
+            objective = loss * static_cast<float>(data.share);
         } else if (skip_mode) {
-            objective = logits.sum() * NAN;  // NaN gradients on every rank after the sum: all skip the step
+            objective = output.sum() * NAN;  // NaN gradients on every rank after the sum: all skip the step
         } else {
-            throw NonFinite(str("non-finite loss (", value, ") at epoch ", epochs_done_ + 1, ", batch ", progress_.batch + 1,
-                                " of ", loader_.num_batches(), " on rank ", replicas_.rank));
+            throw NonFinite(str("non-finite loss (", value, ") at ", where_in_run(), " on rank ", replicas_.rank));
         }
-    } else if (config_.bn_sync == "sync" && uses_batch_statistics(config_.model.norm)) {
-        objective = model_->forward(batch.inputs.flatten(1)).sum();  // over no rows: 0, but through every BatchNorm
+    } else if (config_.bn_sync == "sync" && config_.model.norm.batch_statistics()) {
+        objective = model_->forward(data.inputs).sum();  // over no rows: 0, but through every BatchNorm
     }
     if (objective.defined()) objective.backward();
     lap(times_.backward);
@@ -356,8 +427,7 @@ bool Trainer::parallel_step(const Batch& batch, const std::vector<Tensor>& param
     if (config_.clip > 0) {
         const double norm = clip_grad_norm(params, config_.clip);
         if (!std::isfinite(norm)) {
-            if (!skip_mode) throw NonFinite(str("non-finite gradient norm (", norm, ") at epoch ", epochs_done_ + 1,
-                                                ", batch ", progress_.batch + 1, " of ", loader_.num_batches()));
+            if (!skip_mode) throw NonFinite(str("non-finite gradient norm (", norm, ") at ", where_in_run()));
             return false;
         }
     } else if (skip_mode) {
@@ -375,7 +445,7 @@ void Trainer::lap(double& phase) {
 void Trainer::average_running_stats() const {
     // --bn-sync local: each rank's BatchNorm statistics are its own; evaluation and checkpoints
     // use their mean over the ranks (the same on every rank afterwards).
-    if (config_.bn_sync == "local" && uses_batch_statistics(config_.model.norm)) cli::average_running_stats(*model_, replicas_);
+    if (config_.bn_sync == "local" && config_.model.norm.batch_statistics()) cli::average_running_stats(*model_, replicas_);
 }
 
 void Trainer::check_replicas() const {
@@ -395,72 +465,28 @@ void Trainer::check_replicas() const {
 
 std::optional<EpochMetrics> Trainer::run_epoch(const BatchCallback& on_batch, const StopCheck& stop) {
     EpochMetrics m;
-    // The lr of the epoch's first batch, also when resuming from inside the epoch.
-    m.lr = scheduler_->lr_at(scheduler_->position() - progress_.batch);
+    // The lr of the epoch's first step, also when resuming from inside the epoch.
+    const double first_lr = scheduler_->lr_at(scheduler_->position() - progress_.batch);
     const EpochProgress p = train_epoch(on_batch, stop);
     if (!p.complete) return std::nullopt;
     m.seconds = p.seconds;
     m.train_loss = p.mean_loss();
-    m.train_acc = p.accuracy();
+    m.train_acc = task_->mean_over_rows() ? p.accuracy() : NAN;
     m.skipped = p.skipped;
-    const Evaluation e = evaluate(*test_);
+    // A run counted in steps reports the lr of its last step, one in epochs of its first.
+    m.lr = config_.counts_steps() ? last_lr_ : first_lr;
+    const Evaluation e = evaluate();
     m.epoch = epochs_done_;
+    m.step = step();
     m.test_loss = e.loss;
     m.test_acc = e.accuracy;
     history_.push_back(m);
     return m;
 }
 
-Evaluation Trainer::evaluate(const Dataset& data, int64_t batch_size) {
-    if (!replicas_.parallel()) return cli::evaluate(*model_, data, config_.model.classes, batch_size);
-    // Sharded: each rank evaluates its slices, then the counts and sums are added up.
+Evaluation Trainer::evaluate() {
     average_running_stats();
-    Evaluation e = cli::evaluate(*model_, data, config_.model.classes, batch_size, replicas_.world, replicas_.rank);
-    const int64_t C = config_.model.classes;
-    std::vector<double> sums{e.loss * static_cast<double>(e.count), static_cast<double>(e.correct),
-                             static_cast<double>(e.count)};
-    for (const auto& row : e.confusion) sums.insert(sums.end(), row.begin(), row.end());
-    dist::all_reduce(sums.data(), static_cast<int64_t>(sums.size()));
-    e.correct = static_cast<int64_t>(sums[1]);
-    e.count = static_cast<int64_t>(sums[2]);
-    for (int64_t t = 0; t < C; ++t) {
-        for (int64_t p = 0; p < C; ++p) e.confusion[static_cast<size_t>(t)][static_cast<size_t>(p)] = static_cast<int64_t>(sums[static_cast<size_t>(3 + t * C + p)]);
-    }
-    e.loss = sums[0] / static_cast<double>(std::max<int64_t>(e.count, 1));
-    e.accuracy = static_cast<double>(e.correct) / static_cast<double>(std::max<int64_t>(e.count, 1));
-    return e;
-}
-
-Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size, int64_t num_replicas,
-                    int64_t rank) {
-    NoGradGuard no_grad;
-    const bool was_training = model.is_training();
-    model.eval();
-    auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
-    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size * num_replicas, .shuffle = false, .num_replicas = num_replicas, .rank = rank});
-    Evaluation e;
-    e.confusion.assign(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
-    double loss_sum = 0.0;
-    for (const Batch& batch : loader) {
-        if (batch.size() == 0) continue;  // this rank's slice of a last, short batch
-        const Tensor logits = model.forward(batch.inputs.flatten(1));
-        loss_sum += static_cast<double>(cross_entropy(logits, batch.labels).item()) * static_cast<double>(batch.size());
-        const int64_t C = logits.size(1);
-        const int64_t* labels = batch.labels.data_ptr<int64_t>();
-        for (int64_t n = 0; n < batch.size(); ++n) {
-            const float* row = logits.data() + n * C;
-            const auto predicted = static_cast<size_t>(std::max_element(row, row + C) - row);
-            const auto truth = static_cast<size_t>(labels[n]);
-            ++e.confusion[truth][predicted];
-            e.predictions.push_back(static_cast<int64_t>(predicted));
-            e.correct += predicted == truth;
-        }
-        e.count += batch.size();
-    }
-    model.train(was_training);
-    e.loss = loss_sum / static_cast<double>(std::max<int64_t>(e.count, 1));
-    e.accuracy = static_cast<double>(e.correct) / static_cast<double>(std::max<int64_t>(e.count, 1));
-    return e;
+    return task_->evaluate(*model_, replicas_);
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const {
@@ -469,7 +495,6 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     // while the others wait for it.
     average_running_stats();
     if (sharded_) reduce_->gather_optimizer_state(*optimizer_);  // each rank stepped one shard of it
-    const EpochProgress& progress = progress_;
     if (!replicas_.leader()) {
         dist::barrier();
         return;
@@ -477,49 +502,55 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     CheckpointContents c;
     c.model = model_->state_dict();
     const std::string bad = first_non_finite(c.model);
-    if (!bad.empty()) {
-        throw NonFinite(str("the model's ", bad, " is not finite after epoch ", epochs_done_,
-                                       progress_.batch ? " batch " + std::to_string(progress_.batch) : std::string()));
-    }
-    const std::string epoch = std::to_string(epochs_done_);
+    if (!bad.empty()) throw NonFinite(str("the model's ", bad, " is not finite after ", position()));
     for (const auto& [name, t] : optimizer_->state_dict()) c.state.emplace_back("optimizer." + name, t);
-    c.state_metadata = {{"normnet.epoch", epoch},
+    const bool steps = config_.counts_steps();
+    const std::string at = std::to_string(steps ? step() : epochs_done_);
+    const char* key = steps ? "normnet.step" : "normnet.epoch";
+    c.state_metadata = {{key, at},
                         {"normnet.optimizer", optimizer_->name()},
-                        {"normnet.scheduler_position", std::to_string(scheduler_->position())},
                         {"normnet.rng_state", rng_state_text(default_generator())},
-                        {"normnet.history", history_json(history_)}};
+                        {"normnet.history", history_json(history_, steps)}};
     c.model_metadata = {{"format", "pt"},
                         {"normnet.architecture", config_.model.to_json()},
                         {"normnet.config", config_.to_json()},
-                        {"normnet.epoch", epoch},
+                        {key, at},
                         {"normnet.version", NORMNET_VERSION}};
+    if (!steps) c.state_metadata["normnet.scheduler_position"] = std::to_string(scheduler_->position());
     if (replicas_.parallel()) {  // what the run was trained on (a resume may use another world size)
         c.model_metadata["normnet.world_size"] = std::to_string(replicas_.world);
         c.model_metadata["normnet.bn_sync"] = config_.bn_sync;
     }
-    if (progress.batch > 0) {  // stopped inside an epoch (a signal): where, and the sums so far
-        c.state_metadata["normnet.progress"] = progress_json(progress);
-        c.model_metadata["normnet.batch"] = std::to_string(progress.batch);
+    if (steps || progress_.batch > 0) {  // stopped inside an epoch (a signal): where, and the sums so far
+        c.state_metadata["normnet.progress"] = progress_json(progress_, steps);
+        if (!steps) c.model_metadata["normnet.batch"] = std::to_string(progress_.batch);
     }
+    task_->save(c);
     commit_checkpoint(dir, std::move(c));
     if (replicas_.parallel()) dist::barrier();
 }
 
 ResumePoint Trainer::resume(const LoadedCheckpoint& checkpoint) {
     const std::string& path = checkpoint.model.path;
-    const ResumePoint p = parse_resume_point(checkpoint);
+    ResumePoint p = parse_resume_point(checkpoint);
+    // Everything is read and checked before anything is changed.
     NORMNET_CHECK(p.spec == config_.model, "--resume ", path, ": the checkpoint's architecture ", p.spec.str(),
-          " differs from the requested ", config_.model.str());
-    NORMNET_CHECK(p.optimizer == optimizer_->name(), "--resume ", path, ": the checkpoint was trained with ", p.optimizer, ", not ",
-          optimizer_->name());
-    NORMNET_CHECK(p.progress.batch < loader_.num_batches(), "--resume ", path, ": the checkpoint stopped after batch ",
-          p.progress.batch, " of epoch ", p.epoch + 1, ", but the run now has ", loader_.num_batches(),
-          " batches per epoch (--batch-size or --limit changed?)");
+                  " differs from the requested ", config_.model.str());
+    NORMNET_CHECK(p.optimizer == optimizer_->name(), "--resume ", path, ": the checkpoint was trained with ", p.optimizer,
+                  ", not ", optimizer_->name());
+    if (config_.counts_steps()) {
+        // The epoch and the step inside it follow from the step (--eval-every may have changed).
+        p.epoch = p.step / task_->steps_per_epoch();
+        p.progress.batch = p.step % task_->steps_per_epoch();
+    }
+    NORMNET_CHECK(config_.counts_steps() || p.progress.batch < task_->steps_per_epoch(), "--resume ", path,
+                  ": the checkpoint stopped after batch ", p.progress.batch, " of epoch ", p.epoch + 1, ", but the run now has ",
+                  task_->steps_per_epoch(), " batches per epoch (--batch-size or --limit changed?)");
+    task_->check_resume(checkpoint);
     NamedTensors optimizer_state;
     for (const auto& [name, t] : checkpoint.state.tensors) {
         if (name.rfind("optimizer.", 0) == 0) optimizer_state.emplace_back(name.substr(10), t);
     }
-    // Everything is read and checked before anything is changed.
     try {
         load(*model_, checkpoint.model);
     } catch (const Error& e) {
@@ -530,7 +561,8 @@ ResumePoint Trainer::resume(const LoadedCheckpoint& checkpoint) {
     } catch (const Error& e) {
         fail("--resume ", checkpoint.state.path, ": ", e.what());
     }
-    scheduler_->set_position(p.scheduler_position);
+    task_->resume(checkpoint);
+    scheduler_->set_position(p.step);
     default_generator().set_state(p.rng);
     epochs_done_ = p.epoch;
     progress_ = p.progress;  // every rank's sums, kept on every rank

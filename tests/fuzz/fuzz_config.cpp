@@ -24,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         static normnet::Tensor weight = normnet::zeros({1}).requires_grad_();
         normnet::SGD optimizer({weight}, {.lr = config.lr});
         for (const int64_t batches : {int64_t{1}, int64_t{469}, int64_t{1} << 40}) {
-            const normnet::LRSchedulerOptions options = schedule_options(config, batches);
+            // A run counted in steps has its length in --steps (or in epochs of its corpus).
+            const int64_t total = config.counts_steps() && config.steps > 0 ? config.steps : config.epochs * batches;
+            const normnet::LRSchedulerOptions options = schedule_options(config, total, batches);
             normnet::LRScheduler scheduler(optimizer, options);
             scheduler.set_position(options.total_steps);
             scheduler.lr_at(options.total_steps - 1);

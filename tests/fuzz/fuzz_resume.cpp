@@ -18,7 +18,7 @@ struct Key {
 constexpr Key kKeys[] = {{"normnet.architecture", true}, {"normnet.config", true},           {"normnet.epoch", true},
                          {"normnet.batch", true},        {"normnet.epoch", false},           {"normnet.optimizer", false},
                          {"normnet.scheduler_position", false}, {"normnet.rng_state", false}, {"normnet.history", false},
-                         {"normnet.progress", false}};
+                         {"normnet.progress", false},           {"normnet.step", true},      {"normnet.step", false}};
 
 }  // namespace
 

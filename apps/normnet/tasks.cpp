@@ -1,0 +1,299 @@
+// The tasks: image classification (an IDX dataset through a DataLoader, cross-entropy, accuracy
+// and a confusion matrix) and the character language model (random windows of a corpus,
+// cross-entropy per character, validation over the held-out stream in nats and bits).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+
+#include "checkpoint_metadata.hpp"
+#include "commands.hpp"
+#include "models.hpp"
+#include "normnet/normnet.hpp"
+#include "task.hpp"
+
+namespace normnet::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+// ---- image classification ---------------------------------------------------------------------
+
+DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replicas& r) {
+    // --batch-size is the global batch: each of the world's ranks takes batch / world of it.
+    const int64_t per_rank = per_rank_batch(c.batch_size, r);
+    const bool batch_stats = c.model.norm.batch_statistics();
+    const bool local_bn = batch_stats && c.bn_sync == "local";
+    if (local_bn && r.world > 1 && per_rank < 2) {
+        throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves ", per_rank,
+                             " sample per rank: BatchNorm with --bn-sync local needs at least 2 (use a larger "
+                             "--batch-size or --bn-sync sync)"));
+    }
+    // Batch statistics (BatchNorm) cannot train on a batch of one sample: drop such a last batch
+    // (PyTorch would fail). With per-rank statistics, one sample on any rank (its slice of the
+    // last batch) is such a batch.
+    const int64_t last = size % c.batch_size;
+    const bool lone_last = c.batch_size > 1 && (local_bn ? last % per_rank == 1 : last == 1);
+    return DataLoaderOptions{.batch_size = c.batch_size,
+                             .shuffle = true,
+                             .drop_last = lone_last && batch_stats,
+                             .seed = c.seed,
+                             .num_replicas = r.world,
+                             .rank = r.rank};
+}
+
+class ImageClassification final : public Task {
+public:
+    ImageClassification(const RunConfig& c, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
+                        const Replicas& r)
+        : config_(c), train_(std::move(train)), test_(std::move(test)), loader_(train_, loader_options(c, train_->size(), r)),
+          it_(loader_.end()) {
+        if (loader_.num_batches() == 0) {
+            throw UsageError(str("--limit ", c.limit, ": ", train_->size(),
+                                 " training image(s) give no batch of at least 2 for BatchNorm (use a larger --limit)"));
+        }
+    }
+    void complete(ModelSpec&) const override {}
+    int64_t steps_per_epoch() const override { return loader_.num_batches(); }
+    int64_t total_steps() const override { return config_.epochs * loader_.num_batches(); }
+    void start_epoch(int64_t epoch, int64_t first) override {
+        loader_.set_epoch(epoch);
+        it_ = loader_.begin();
+        for (int64_t i = 0; i < first; ++i) ++it_;  // resumed inside the epoch: pass the batches done
+        index_ = first;
+        fresh_ = true;
+    }
+    StepData next() override {
+        if (!fresh_) ++it_, ++index_;
+        fresh_ = false;
+        // Images come as [B, C, H, W]; the models take rows (the CNN and ViT unflatten them).
+        return {it_->inputs.flatten(1), it_->labels, it_->size(), loader_.share(index_)};
+    }
+    Tensor loss(const Tensor& logits, const StepData& d) const override {
+        return cross_entropy(logits, d.targets, static_cast<float>(config_.label_smoothing));
+    }
+    int64_t correct(const Tensor& logits, const StepData& d) const override {
+        return d.rows > 0 ? count_correct(logits, d.targets) : 0;
+    }
+    bool mean_over_rows() const override { return true; }
+    Evaluation evaluate(Module& model, const Replicas& r) override {
+        Evaluation e = cli::evaluate(model, *test_, config_.model.classes, 1000, r.world, r.rank);
+        if (!r.parallel()) return e;
+        // Sharded: each rank evaluated its slices; the counts and sums are added up.
+        const auto C = static_cast<size_t>(config_.model.classes);
+        std::vector<double> sums{e.loss * static_cast<double>(e.count), static_cast<double>(e.correct),
+                                 static_cast<double>(e.count)};
+        for (const auto& row : e.confusion) sums.insert(sums.end(), row.begin(), row.end());
+        dist::all_reduce(sums.data(), static_cast<int64_t>(sums.size()));
+        e.correct = static_cast<int64_t>(sums[1]);
+        e.count = static_cast<int64_t>(sums[2]);
+        for (size_t t = 0; t < C; ++t) {
+            for (size_t p = 0; p < C; ++p) e.confusion[t][p] = static_cast<int64_t>(sums[3 + t * C + p]);
+        }
+        e.loss = sums[0] / static_cast<double>(std::max<int64_t>(e.count, 1));
+        e.accuracy = static_cast<double>(e.correct) / static_cast<double>(std::max<int64_t>(e.count, 1));
+        return e;
+    }
+    std::string data_text() const override {
+        return str(config_.dataset, " (", train_->size(), " train / ", test_ ? test_->size() : 0, " test images)");
+    }
+    std::string rows_name() const override { return "images"; }
+    int64_t samples_per_step() const override { return config_.batch_size; }
+
+private:
+    RunConfig config_;
+    std::shared_ptr<const Dataset> train_, test_;
+    DataLoader loader_;
+    DataLoader::Iterator it_;
+    int64_t index_ = 0;
+    bool fresh_ = false;  // it_ holds the next batch already (the first of the epoch)
+};
+
+// ---- the character language model ------------------------------------------------------------
+
+// The window generator's seed: another sequence than the default generator's (the weights'),
+// although both come from --seed.
+uint64_t window_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15ull; }
+
+// `stream`, after checking it can give a window of `context` characters and its targets.
+const TokenStream& long_enough(const TokenStream& stream, const char* what, int64_t context, const TextCorpus& corpus) {
+    NORMNET_CHECK(stream.size() > context, "--text ", corpus.name, ": the ", what, " text (", stream.size(), " characters",
+                  corpus.records > 1 ? ", from a corpus of " + std::to_string(corpus.records) + " records" : std::string(),
+                  ") is not longer than the context (", context, "): use a longer corpus or a shorter --context");
+    return stream;
+}
+
+class LanguageModel final : public Task {
+public:
+    LanguageModel(const RunConfig& c, std::shared_ptr<const TextCorpus> corpus, const Replicas& r)
+        : config_(c), corpus_(std::move(corpus)), replicas_(r),
+          context_(c.model.scalar("context")),
+          val_(long_enough(corpus_->val, "held-out", context_, *corpus_)),
+          batches_(long_enough(corpus_->train, "training", context_, *corpus_), c.batch_size, context_, window_seed(c.seed)) {
+        const int64_t per_rank = per_rank_batch(c.batch_size, r);
+        if (r.parallel() && c.model.norm.batch_statistics() && c.bn_sync == "local" && per_rank * context_ < 2) {
+            throw UsageError(str("--batch-size ", c.batch_size, " over ", r.world, " processes leaves one position per "
+                                 "rank: BatchNorm with --bn-sync local needs at least 2 (use a larger --batch-size or --bn-sync sync)"));
+        }
+        // The run's length: --steps, or --epochs passes of batch x context characters each (rounded up).
+        total_ = c.steps;
+        if (total_ == 0 && c.epochs > 0) {  // neither: RunConfig::validate says so (the Trainer calls it)
+            const int64_t per_step = c.batch_size * context_;
+            const int64_t per_epoch = std::max<int64_t>(1, (corpus_->train.size() + per_step - 1) / per_step);
+            NORMNET_CHECK(per_epoch <= kMaxSteps / c.epochs, "--epochs ", c.epochs, ": ", c.epochs, " x ", per_epoch,
+                          " steps per epoch is more than the ", kMaxSteps, " steps a run may have");
+            total_ = c.epochs * per_epoch;
+        }
+    }
+    void complete(ModelSpec& spec) const override { spec.inputs = spec.classes = corpus_->vocab_size(); }
+    int64_t steps_per_epoch() const override { return config_.eval_every; }
+    int64_t total_steps() const override { return total_; }
+    void start_epoch(int64_t, int64_t) override {}  // the windows are drawn at random, from a generator the checkpoint keeps
+    StepData next() override {
+        // Every rank draws the same global batch and takes its slice: windows [r b, (r + 1) b).
+        const auto [x, y] = batches_.next();
+        const int64_t b = x.size(0) / replicas_.world;
+        if (!replicas_.parallel()) return {x, y, b, 1.0};
+        return {x.narrow(0, replicas_.rank * b, b), y.narrow(0, replicas_.rank * b, b), b, 1.0 / replicas_.world};
+    }
+    Tensor loss(const Tensor& logits, const StepData& d) const override {  // logits [B, T, V]
+        return cross_entropy(logits.reshape({-1, logits.size(-1)}), d.targets.reshape({-1}));
+    }
+    int64_t correct(const Tensor&, const StepData&) const override { return -1; }
+    bool mean_over_rows() const override { return false; }
+    // Mean loss in nats per character over the held-out stream's consecutive windows of the
+    // context's length; in a group, rank r takes windows [r W / world, (r + 1) W / world).
+    Evaluation evaluate(Module& model, const Replicas& r) override {
+        NoGradGuard no_grad;
+        const bool was_training = model.is_training();
+        model.eval();
+        const int64_t T = context_, windows = (val_.size() - 1) / T;
+        const int64_t first = windows * r.rank / r.world, last = windows * (r.rank + 1) / r.world;
+        double loss_sum = 0;  // of per-character losses
+        for (int64_t w0 = first; w0 < last; w0 += config_.batch_size) {
+            const int64_t n = std::min(config_.batch_size, last - w0);
+            std::vector<int64_t> x(static_cast<size_t>(n * T)), y(static_cast<size_t>(n * T));
+            val_.copy_to(w0 * T, n * T, x.data());
+            val_.copy_to(w0 * T + 1, n * T, y.data());
+            const Tensor logits = model.forward(from_vector(x, {n, T}));
+            const Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), from_vector(y, {n * T}));
+            loss_sum += static_cast<double>(loss.item()) * static_cast<double>(n * T);
+        }
+        model.train(was_training);
+        dist::all_reduce(&loss_sum, 1);  // every rank's share (nothing with one process)
+        Evaluation e;
+        e.count = windows * T;
+        e.loss = loss_sum / static_cast<double>(e.count);
+        return e;
+    }
+    void save(CheckpointContents& c) const override {
+        c.model_metadata["normnet.vocab"] = vocab_json(corpus_->vocab);
+        c.state_metadata["normnet.window_rng_state"] = rng_state_text(const_cast<TextBatches&>(batches_).generator());
+    }
+    void check_resume(const LoadedCheckpoint& c) const override {
+        const std::string& path = c.model.path;
+        const std::vector<char32_t> saved = parse_vocab(metadata_or_fail(c.model, "normnet.vocab"), path);
+        NORMNET_CHECK(saved == corpus_->vocab, "--resume ", path, ": the corpus ", config_.text,
+                      " has another vocabulary than the checkpoint's (", saved.size(),
+                      " characters); resume on the corpus it was trained on");
+        parse_rng_state(metadata_or_fail(c.state, "normnet.window_rng_state"), c.state.path);
+    }
+    void resume(const LoadedCheckpoint& c) override {
+        batches_.generator().set_state(parse_rng_state(c.state.metadata.at("normnet.window_rng_state"), c.state.path));
+    }
+    std::string data_text() const override {
+        return str(config_.text, " (", corpus_->records, " records: ", corpus_->train.size(), " training / ", corpus_->val.size(),
+                   " held-out characters)");
+    }
+    std::string rows_name() const override { return "windows"; }
+    int64_t samples_per_step() const override { return config_.batch_size * context_; }
+
+private:
+    RunConfig config_;
+    std::shared_ptr<const TextCorpus> corpus_;
+    Replicas replicas_;
+    int64_t context_;
+    TokenStream val_;
+    TextBatches batches_;
+    int64_t total_ = 0;
+};
+
+}  // namespace
+
+TaskData load_task_data(const RunConfig& config, bool test) {
+    TaskData d;
+    if (config.model.kind().task == kLanguageModel) {
+        d.corpus = std::make_shared<const TextCorpus>(load_text_corpus(config.text, {.val_fraction = config.val_fraction}));
+    } else {
+        d.train = load_split(config, "train");
+        if (test) d.test = load_split(config, "test");
+    }
+    return d;
+}
+
+std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data, const Replicas& replicas) {
+    if (config.model.kind().task == kLanguageModel) return std::make_unique<LanguageModel>(config, data.corpus, replicas);
+    return std::make_unique<ImageClassification>(config, data.train, data.test, replicas);
+}
+
+Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size, int64_t num_replicas,
+                    int64_t rank) {
+    NoGradGuard no_grad;
+    const bool was_training = model.is_training();
+    model.eval();
+    auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
+    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size * num_replicas, .shuffle = false, .num_replicas = num_replicas, .rank = rank});
+    Evaluation e;
+    e.confusion.assign(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
+    double loss_sum = 0.0;
+    for (const Batch& batch : loader) {
+        if (batch.size() == 0) continue;  // this rank's slice of a last, short batch
+        const Tensor logits = model.forward(batch.inputs.flatten(1));
+        loss_sum += static_cast<double>(cross_entropy(logits, batch.labels).item()) * static_cast<double>(batch.size());
+        const int64_t C = logits.size(1);
+        const int64_t* labels = batch.labels.data_ptr<int64_t>();
+        for (int64_t n = 0; n < batch.size(); ++n) {
+            const float* row = logits.data() + n * C;
+            const auto predicted = static_cast<size_t>(std::max_element(row, row + C) - row);
+            const auto truth = static_cast<size_t>(labels[n]);
+            ++e.confusion[truth][predicted];
+            e.predictions.push_back(static_cast<int64_t>(predicted));
+            e.correct += predicted == truth;
+        }
+        e.count += batch.size();
+    }
+    model.train(was_training);
+    e.loss = loss_sum / static_cast<double>(std::max<int64_t>(e.count, 1));
+    e.accuracy = static_cast<double>(e.correct) / static_cast<double>(std::max<int64_t>(e.count, 1));
+    return e;
+}
+
+std::string val_loss_text(double nats) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "val loss %.4f nats (%.3f bits/char)", nats, nats / std::numbers::ln2);
+    return buf;
+}
+
+std::string vocab_json(const std::vector<char32_t>& vocab) {
+    Json list = Json::array();
+    for (char32_t c : vocab) list.push_back(static_cast<uint32_t>(c));
+    return list.dump();
+}
+
+std::vector<char32_t> parse_vocab(const std::string& text, const std::string& where) {
+    std::vector<char32_t> vocab;
+    try {
+        const Json list = Json::parse(text);
+        NORMNET_CHECK(list.is_array() && !list.empty(), "not a non-empty list");
+        for (const Json& v : list) {
+            const auto c = static_cast<char32_t>(count_of(v, 0x10ffff));
+            NORMNET_CHECK(vocab.empty() || c > vocab.back(), "code points not in increasing order");
+            vocab.push_back(c);
+        }
+    } catch (const std::exception& e) {
+        fail(where, ": malformed normnet.vocab: ", e.what());
+    }
+    return vocab;
+}
+
+}  // namespace normnet::cli
