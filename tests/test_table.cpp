@@ -100,6 +100,8 @@ TEST_CASE("read_csv rejects malformed files with the file, the line and the colu
     fails("a,b\n1,2\n3,4\n5,x7\n", "line 4, column 2 (\"b\"): \"x7\" is not a number (2 of the column's 3 cells");
     fails("a,b\n1,\"open\n2,3\n", "line 2: a quoted field is not closed");
     fails("a,b\n1,\"q\"x\n", "line 2: text after the closing quote");
+    fails("a,b\n1,caf\xe9\n", "line 2, column 2 (\"b\"): not UTF-8 text");
+    fails("a,\xff\n1,2\n", "line 1: the name of column 2 is not UTF-8 text");
     CHECK_THROWS_WITH(read_csv(dir / "missing.csv"), Contains("cannot open") && Contains("missing.csv"));
     const std::string corrupt = dir.write("c.csv.gz", std::string("\x1f\x8b\x08\x00garbage", 11));
     CHECK_THROWS_WITH(read_csv(corrupt), Contains(corrupt));

@@ -140,6 +140,26 @@ Cell parse_number(std::string_view s, float& out) {
     return Cell::number;
 }
 
+// True when s is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF):
+// text cells end up in checkpoint metadata as JSON, which holds only Unicode text.
+bool valid_utf8(std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        const size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        uint32_t cp = n == 1 ? b : b & (0x7f >> n);
+        for (size_t k = 1; k < n; ++k) {
+            const auto c = static_cast<unsigned char>(s[i + k]);
+            if ((c >> 6) != 0x2) return false;
+            cp = cp << 6 | (c & 0x3f);
+        }
+        constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += n;
+    }
+    return true;
+}
+
 // What the first pass learns about one column.
 struct ColumnScan {
     int64_t numbers = 0, texts = 0;
@@ -166,6 +186,8 @@ Table read_csv(const std::string& path, const CsvOptions& options) {
     std::unordered_map<std::string_view, size_t> seen;
     for (size_t c = 0; c < names.size(); ++c) {
         NORMNET_CHECK(!names[c].empty(), path, ": line 1: column ", c + 1, " has no name in the header");
+        NORMNET_CHECK(valid_utf8(names[c]), path, ": line 1: the name of column ", c + 1,
+                      " is not UTF-8 text (save the file as UTF-8)");
         const auto [it, fresh] = seen.emplace(names[c], c);
         NORMNET_CHECK(fresh, path, ": line 1: the name \"", names[c], "\" is given to columns ", it->second + 1, " and ",
                       c + 1);
@@ -190,6 +212,8 @@ Table read_csv(const std::string& path, const CsvOptions& options) {
                     fail(path, ": line ", scan.line(), ", ", column_label(names, c), ": ", fields[c],
                          " is beyond float32's range");
                 case Cell::text:
+                    NORMNET_CHECK(valid_utf8(fields[c]), path, ": line ", scan.line(), ", ", column_label(names, c),
+                                  ": not UTF-8 text (save the file as UTF-8)");
                     if (s.texts++ == 0) {
                         s.first_text_line = scan.line();
                         s.first_text = std::string(fields[c]);

@@ -75,7 +75,11 @@ std::string TableSchema::to_json() const {
     nlohmann::json j = {{"target", target}, {"task", to_string(task)}, {"features", features_json}};
     if (task == TableTask::classification) j["classes"] = classes;
     else j["target_mean"] = target_mean, j["target_std"] = target_std;
-    return j.dump();
+    try {
+        return j.dump();
+    } catch (const nlohmann::json::exception& e) {  // a name or category that is not UTF-8 text
+        fail("table schema: ", e.what());
+    }
 }
 
 TableSchema TableSchema::from_json(std::string_view json, const std::string& where) {

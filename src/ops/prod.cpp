@@ -1,7 +1,8 @@
 // Products over a dimension: prod (of all elements or along one dim) and the scan cumprod, with
 // their backwards. The input is seen as [outer, R, inner] (reduce.hpp's group_dims); lanes of up
 // to kLanes neighbouring inner positions are done together, split between threads. Products
-// accumulate in double (float32 inputs) or int64 (int64 and bool inputs, as torch).
+// accumulate in double (float32 inputs) or uint64 (int64 and bool inputs: int64 results that wrap
+// around as torch's, the wrap defined).
 //
 // The gradients are written with exclusive products, never by dividing by the input, so zeros
 // need no special case: d prod / d x_r = prod_{j != r} x_j = prefix_r suffix_r, and for cumprod
@@ -150,7 +151,8 @@ Tensor prod_over(const Tensor& x_in, uint32_t mask, bool keepdim) {
         Tensor out = empty(g.out_shape, kInt64);
         visit_dtype(x.dtype(), [&](auto type) {
             using T = decltype(type);
-            prod_forward<int64_t>(out.data_ptr<int64_t>(), x.data_ptr<T>(), g.outer, g.R, g.inner);
+            // In uint64: the product wraps around as torch's does, and the wrap is defined behaviour.
+            prod_forward<uint64_t>(out.data_ptr<int64_t>(), x.data_ptr<T>(), g.outer, g.R, g.inner);
         });
         return out;
     }
@@ -176,7 +178,7 @@ Tensor cumprod(const Tensor& x_in, int64_t dim) {
         Tensor out = empty(x.shape(), kInt64);
         detail::visit_dtype(x.dtype(), [&](auto type) {
             using T = decltype(type);
-            detail::cumprod_forward<int64_t>(out.data_ptr<int64_t>(), x.data_ptr<T>(), g.outer, g.R, g.inner);
+            detail::cumprod_forward<uint64_t>(out.data_ptr<int64_t>(), x.data_ptr<T>(), g.outer, g.R, g.inner);  // wraps, as prod
         });
         return out;
     }
