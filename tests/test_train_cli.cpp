@@ -59,19 +59,6 @@ void require_error(const TempDir& dir, const std::vector<std::string>& args, int
     CHECK(snapshot(dir.work()) == before);
 }
 
-// Bit-for-bit equality of two safetensors files' tensors (names, order, shapes, bits).
-void require_same_tensors(const std::string& a, const std::string& b) {
-    const auto x = normnet::load_safetensors(a), y = normnet::load_safetensors(b);
-    REQUIRE(x.tensors.size() == y.tensors.size());
-    REQUIRE_FALSE(x.tensors.empty());
-    for (size_t i = 0; i < x.tensors.size(); ++i) {
-        INFO(a << " vs " << b << ": tensor " << x.tensors[i].first);
-        REQUIRE(x.tensors[i].first == y.tensors[i].first);
-        REQUIRE(x.tensors[i].second.shape() == y.tensors[i].second.shape());
-        CHECK(bit_equal(x.tensors[i].second, y.tensors[i].second));
-    }
-}
-
 }  // namespace
 
 TEST_CASE("cli: usage errors exit with status 2 and one line naming the option", "[cli]") {

@@ -85,6 +85,8 @@ ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const Mode
 
 /// --dataset, --data, --limit and --threads into c.
 void add_data_options(CLI::App& cmd, RunConfig& c);
+/// --target, --task, --test, --loss, --delimiter and --val-fraction: a table's (train only, for now).
+void add_table_options(CLI::App& cmd, RunConfig& c);
 /// --optimizer, --momentum, --weight-decay, --schedule, --warmup and --clip into c (not --lr,
 /// whose meaning differs between train and compare).
 void add_optimizer_options(CLI::App& cmd, RunConfig& c);
@@ -92,6 +94,7 @@ void add_optimizer_options(CLI::App& cmd, RunConfig& c);
 void add_demo_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_bench_command(CLI::App& app);

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     normnet::cli::add_train_command(app);
     normnet::cli::add_eval_command(app);
+    normnet::cli::add_predict_command(app);
     normnet::cli::add_export_command(app);
     normnet::cli::add_compare_command(app);
     normnet::cli::add_bench_command(app);

@@ -1,28 +1,77 @@
 // metrics.csv: rendering the history and reading back what an earlier process wrote.
 #include "metrics_csv.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 namespace normnet::cli {
 
+namespace {
+
+// The columns of a run counted in epochs: a classification's, or a regression's (no accuracy).
+constexpr const char* kClassColumns[] = {"epoch", "train_loss", "train_acc", "test_loss", "test_acc", "epoch_seconds", "lr"};
+constexpr const char* kRegressionColumns[] = {"epoch",    "train_loss", "test_loss",     "test_rmse",
+                                              "test_mae", "test_r2",    "epoch_seconds", "lr"};
+
+double* column_of(EpochMetrics& m, const std::string& name) {
+    if (name == "train_loss") return &m.train_loss;
+    if (name == "train_acc") return &m.train_acc;
+    if (name == "test_loss") return &m.test_loss;
+    if (name == "test_acc") return &m.test_acc;
+    if (name == "test_rmse") return &m.test_rmse;
+    if (name == "test_mae") return &m.test_mae;
+    if (name == "test_r2") return &m.test_r2;
+    if (name == "epoch_seconds") return &m.seconds;
+    if (name == "lr") return &m.lr;
+    return nullptr;
+}
+
+std::vector<std::string> split_commas(const std::string& line) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.emplace_back();
+    return cells;
+}
+
+}  // namespace
+
 std::string metrics_csv(const std::vector<EpochMetrics>& history, bool steps) {
-    std::string csv = steps ? "step,train_loss,val_loss,val_bits_per_char,lr,seconds\n"
-                            : "epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr\n";
-    for (const EpochMetrics& m : history) {
-        char seconds[32] = "";
-        if (std::isfinite(m.seconds)) std::snprintf(seconds, sizeof seconds, "%.3f", m.seconds);
-        char row[256];
-        if (steps) {
+    if (steps) {
+        std::string csv = "step,train_loss,val_loss,val_bits_per_char,lr,seconds\n";
+        for (const EpochMetrics& m : history) {
+            char seconds[32] = "", row[256];
+            if (std::isfinite(m.seconds)) std::snprintf(seconds, sizeof seconds, "%.3f", m.seconds);
             std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6g,%s\n", static_cast<long long>(m.step), m.train_loss,
                           m.test_loss, m.bits_per_char(), m.lr, seconds);
-        } else {
-            std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6f,%s,%.6g\n", static_cast<long long>(m.epoch), m.train_loss,
-                          m.train_acc, m.test_loss, m.test_acc, seconds, m.lr);
+            csv += row;
         }
-        csv += row;
+        return csv;
+    }
+    const bool regression = std::any_of(history.begin(), history.end(), [](const EpochMetrics& m) { return !std::isnan(m.test_rmse); });
+    std::vector<std::string> columns;
+    for (const char* c : regression ? std::span<const char* const>(kRegressionColumns) : std::span<const char* const>(kClassColumns))
+        columns.emplace_back(c);
+    std::string csv;
+    for (const std::string& c : columns) csv += (csv.empty() ? "" : ",") + c;
+    csv += "\n";
+    for (EpochMetrics m : history) {
+        csv += std::to_string(m.epoch);
+        for (size_t i = 1; i < columns.size(); ++i) {
+            const double v = *column_of(m, columns[i]);
+            char cell[32] = "";
+            if (columns[i] == "epoch_seconds") {
+                if (std::isfinite(v)) std::snprintf(cell, sizeof cell, "%.3f", v);
+            } else {
+                std::snprintf(cell, sizeof cell, columns[i] == "lr" ? "%.6g" : "%.6f", v);
+            }
+            csv += std::string(",") + cell;
+        }
+        csv += "\n";
     }
     return csv;
 }
@@ -30,26 +79,27 @@ std::string metrics_csv(const std::vector<EpochMetrics>& history, bool steps) {
 std::map<int64_t, EpochMetrics> read_metrics_csv(const std::string& path) {
     std::map<int64_t, EpochMetrics> rows;
     std::ifstream in(path);
+    std::vector<std::string> header;
     for (std::string line; std::getline(in, line);) {
         if (line.empty()) continue;
-        std::vector<std::string> cells;
-        std::istringstream fields(line);
-        for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
-        if (line.back() == ',') cells.emplace_back();
-        if (cells.size() != 7) continue;
+        std::vector<std::string> cells = split_commas(line);
+        if (header.empty()) {  // the first line names the columns
+            header = std::move(cells);
+            if (header.front() != "epoch") return rows;
+            continue;
+        }
+        if (cells.size() != header.size()) continue;
         try {
             const auto value = [](const std::string& cell) { return cell.empty() ? NAN : std::stod(cell); };
             EpochMetrics m;
+            m.train_acc = m.test_acc = NAN;
             m.epoch = std::stoll(cells[0]);
-            m.train_loss = value(cells[1]);
-            m.train_acc = value(cells[2]);
-            m.test_loss = value(cells[3]);
-            m.test_acc = value(cells[4]);
-            m.seconds = value(cells[5]);
-            m.lr = value(cells[6]);
+            for (size_t i = 1; i < cells.size(); ++i) {
+                if (double* v = column_of(m, header[i])) *v = value(cells[i]);
+            }
             rows[m.epoch] = m;
         } catch (const std::exception&) {
-            // the header, or a row damaged by hand: left out
+            // a row damaged by hand: left out
         }
     }
     return rows;

@@ -106,6 +106,7 @@ void from_json(const nlohmann::json& j, ModelSpec& s) {
 
 // AdamW with warm-up then cosine, gradients clipped at 1, as issue 13's recipe.
 void recipe(RunConfig& c) {
+    c.val_fraction = 0.05;  // of the corpus's records
     c.steps = 2000;
     c.epochs = 0;
     c.batch_size = 32;

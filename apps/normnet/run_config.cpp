@@ -69,12 +69,19 @@ std::string choices_text(const std::vector<std::string>& names) {
 
 const std::vector<ConfigField>& config_fields() {
     using R = RunConfig;
-    constexpr unsigned C = kClassification, L = kLanguageModel, A = kAnyTask;
+    constexpr unsigned C = kClassification, L = kLanguageModel, A = kAnyTask, T = kTable;
     static const std::vector<ConfigField> table{
         {"dataset", "--dataset", "mnist or fashion-mnist", &R::dataset, dataset_names(), C},
         {"data_dir", "--data", "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)", &R::data_dir, {}, C},
         {"text", "--text", "A UTF-8 text file, or a folder of them (fortune records split by %)", &R::text, {}, L},
-        {"val_fraction", "", "", &R::val_fraction, {}, L},
+        {"target", "--target", "A table's target column, by name or 0-based index (default: the last)", &R::target, {}, T},
+        {"task", "--task", "A table's task: auto (a text target, or one of at most 20 distinct integers, is "
+         "classification), classification or regression", &R::task, {"auto", "classification", "regression"}, T},
+        {"test", "--test", "A CSV file of a table's test rows (default: --val-fraction of --data's rows)", &R::test, {}, T},
+        {"loss", "--loss", "A regression's loss: mse or huber", &R::loss, {"mse", "huber"}, T},
+        {"delimiter", "--delimiter", "A table's field delimiter (one character)", &R::delimiter, {}, T},
+        {"val_fraction", "--val-fraction", "Share of a table's rows held out without --test (seeded, stratified)",
+         &R::val_fraction, {}, L | T, "Share of the corpus's records held out for validation"},
         {"model", "", "", ConfigMember{}, {}, A},  // the architecture, in ModelSpec's own JSON (no member)
         {"steps", "--steps", "Optimizer steps", &R::steps, {}, L},
         {"epochs", "--epochs", "Epochs to train", &R::epochs, {}, A, "Or the run's length in passes over the training text"},
@@ -126,11 +133,21 @@ const ConfigField& config_field(const std::string& flag) {
 
 bool RunConfig::counts_steps() const { return model.kind().task == kLanguageModel; }
 
+bool RunConfig::is_table() const {
+    if (data_dir.empty()) return false;
+    for (const char* ext : {".csv", ".tsv", ".csv.gz", ".tsv.gz"})
+        if (data_dir.ends_with(ext)) return true;
+    std::error_code ec;
+    return std::filesystem::is_regular_file(data_dir, ec);
+}
+
+unsigned RunConfig::task_bits() const { return model.kind().task | (is_table() ? kTable : 0u); }
+
 std::string RunConfig::to_json() const {
     nlohmann::ordered_json j;
-    const unsigned task = model.kind().task;
+    const unsigned task = task_bits();
     for (const ConfigField& f : config_fields()) {
-        if (!(f.tasks & task)) continue;
+        if (!(f.tasks & task) || (f.key == "dataset" && is_table())) continue;
         if (f.key == "model") {
             j["model"] = nlohmann::json::parse(model.to_json());
         } else if (f.key == "data_dir") {
@@ -157,7 +174,8 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
             c.model = model;
         }
         for (const ConfigField& f : config_fields()) {
-            if (!(f.tasks & task) || f.key == "model") continue;
+            // A table's fields follow data_dir, so that it is known by then whether this is one.
+            if (!(f.tasks & (task | (c.is_table() ? kTable : 0u))) || f.key == "model") continue;
             std::visit([&](auto member) { read_field(j, f.key, c.*member); }, f.member);
         }
     } catch (const std::exception& e) {
@@ -182,7 +200,20 @@ void RunConfig::validate() const {
                       eval_every);
         NORMNET_CHECK(!recompute || !model.norm.batch_statistics(), "--recompute: not with --norm batch (its running "
                       "statistics would be updated twice per step)");
+    } else if (is_table()) {
+        NORMNET_CHECK(model.type == "mlp", "--model ", model.type, ": a table (--data ", data_dir, ") trains the mlp");
+        NORMNET_CHECK(task == "auto" || task == "classification" || task == "regression",
+                      "--task: expected auto, classification or regression, got '", task, "'");
+        NORMNET_CHECK(loss == "mse" || loss == "huber", "--loss: expected mse or huber, got '", loss, "'");
+        NORMNET_CHECK(delimiter.size() == 1 && delimiter != "\"" && delimiter != "\n" && delimiter != "\r",
+                      "--delimiter: one character other than a quote or a line end, got '", delimiter, "'");
+        NORMNET_CHECK(!test.empty() || (val_fraction > 0 && val_fraction < 1), "--val-fraction: must be in (0, 1), got ",
+                      val_fraction);
+        NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
     } else {
+        for (const auto& [flag, given] : {std::pair{"--target", !target.empty()}, {"--test", !test.empty()},
+                                          {"--task", task != "auto"}, {"--loss", loss != "mse"}, {"--delimiter", delimiter != ","}})
+            NORMNET_CHECK(!given, flag, ": applies to a table (--data FILE.csv), not to ", data_dir.empty() ? dataset : data_dir);
         NORMNET_CHECK(known(dataset_names(), dataset), "--dataset: unknown dataset '", dataset, "' (expected ",
                       choices_text(dataset_names()), ")");
         NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
@@ -265,6 +296,8 @@ std::string data_hint(const RunConfig& config, const std::string& dir) {
 
 std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split) {
     const std::string dir = config.resolved_data_dir();
+    NORMNET_CHECK(!config.is_table(), "--data ", dir, ": a table; normnet train trains on tables, normnet compare and "
+                  "bench read image datasets only");
     NORMNET_CHECK(std::filesystem::is_directory(dir), "--data: no dataset folder ", dir, " (", data_hint(config, dir), ")");
     std::shared_ptr<Dataset> data;
     try {

@@ -24,7 +24,13 @@ struct RunConfig {
     std::string dataset = "mnist";  // mnist | fashion-mnist
     std::string data_dir;           // empty: the dataset's default folder
     std::string text = kDefaultCorpus;  // a UTF-8 file or a folder of them
-    double val_fraction = 0.05;         // share of the text's records held out
+    double val_fraction = 0.2;          // share held out: of a table's rows (no --test), of the text's records
+    // A table: --data names a CSV file (raw or gzipped) instead of an image folder.
+    std::string target;           // the target column, by name or 0-based index; empty: the last
+    std::string task = "auto";    // auto | classification | regression
+    std::string test;             // a CSV file of test rows; empty: val_fraction of --data's rows
+    std::string loss = "mse";     // regression: mse | huber
+    std::string delimiter = ",";  // one character
     ModelSpec model;
     int64_t steps = 0;  // the run's length in optimizer steps; 0: in epochs
     int64_t epochs = 20;
@@ -66,6 +72,10 @@ struct RunConfig {
     /// True when the run's length is counted in optimizer steps (the language model), with an
     /// evaluation every eval_every steps; otherwise in epochs, with one after each.
     bool counts_steps() const;
+    /// True when --data names a table: a .csv or .tsv file (or its .gz), or any regular file.
+    bool is_table() const;
+    /// The model's task bits, with kTable for a table run: the config fields this run has.
+    unsigned task_bits() const;
 };
 
 /// The optimizers the command line knows (--optimizer), as one table: parsing, help and

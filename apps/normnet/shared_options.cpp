@@ -34,8 +34,10 @@ CLI::Option* add_config_option(CLI::App& cmd, RunConfig& c, const std::string& f
 }
 
 void refuse_other_tasks_options(const CLI::App& cmd, const ModelKind& model) {
+    // A classifier's options include a table's: RunConfig::validate says when the data is no table.
+    const unsigned task = model.task | ((model.task & kClassification) ? kTable : 0u);
     for (const ConfigField& f : config_fields()) {
-        if (f.flag.empty() || (f.tasks & model.task) || cmd.get_option_no_throw(f.flag) == nullptr || cmd.count(f.flag) == 0) {
+        if (f.flag.empty() || (f.tasks & task) || cmd.get_option_no_throw(f.flag) == nullptr || cmd.count(f.flag) == 0) {
             continue;
         }
         std::string takers;
@@ -49,6 +51,12 @@ void refuse_other_tasks_options(const CLI::App& cmd, const ModelKind& model) {
 
 void add_data_options(CLI::App& cmd, RunConfig& c) {
     for (const char* flag : {"--dataset", "--data", "--limit", "--threads"}) add_config_option(cmd, c, flag);
+}
+
+void add_table_options(CLI::App& cmd, RunConfig& c) {
+    // RunConfig::validate refuses them for image data.
+    for (const char* flag : {"--target", "--task", "--test", "--loss", "--delimiter", "--val-fraction"})
+        if (cmd.get_option_no_throw(flag) == nullptr) add_config_option(cmd, c, flag);
 }
 
 void add_optimizer_options(CLI::App& cmd, RunConfig& c) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "normnet/data.hpp"
+#include "normnet/table_schema.hpp"
 #include "normnet/text.hpp"
 #include "replicas.hpp"
 #include "run_config.hpp"
@@ -29,6 +30,7 @@ struct StepData {
 /// A model measured on held-out data. `accuracy` and the confusion matrix only for classification.
 struct Evaluation {
     double loss = 0, accuracy = NAN;
+    double rmse = NAN, mae = NAN, r2 = NAN;  // regression, in the target's units
     int64_t correct = 0, count = 0;
     std::vector<std::vector<int64_t>> confusion;  // [true class][predicted class]
     std::vector<int64_t> predictions;             // predicted class of every example, in order
@@ -52,6 +54,8 @@ public:
     virtual Tensor loss(const Tensor& output, const StepData& data) const = 0;
     /// Rows predicted right (classification), or -1 when the task has no accuracy.
     virtual int64_t correct(const Tensor& output, const StepData& data) const = 0;
+    /// False for a task without classes (a regression): no accuracy is reported.
+    virtual bool has_accuracy() const { return true; }
     /// Train losses are averaged over rows (true), or over steps (the language model's, whose
     /// steps all have the same size).
     virtual bool mean_over_rows() const = 0;
@@ -74,10 +78,33 @@ public:
 };
 
 /// The task of `config` on its data as loaded by load_task_data (shared between the runs of a grid).
+/// A table run's data: the schema fitted on the training rows, both splits encoded by it.
+struct TableData {
+    data::TableSchema schema;
+    data::EncodedTable train, test;
+    std::string text;  // "wine.csv (133 rows; 45 held out, --val-fraction 0.25)"
+};
+
 struct TaskData {
     std::shared_ptr<const Dataset> train{}, test{};  // images
     std::shared_ptr<const TextCorpus> corpus{};      // text
+    std::shared_ptr<const TableData> table{};        // a table
 };
+/// The checkpoint metadata key of a table run's schema.
+inline constexpr const char* kTableMetadata = "normnet.table";
+/// A table run's data: --data's rows split into training and held-out rows (or --test's), the
+/// schema fitted on the training rows.
+std::shared_ptr<const TableData> load_table(const RunConfig& config);
+/// A table model measured on encoded rows that have the target (this rank's share of them, the
+/// sums reduced over the ranks): loss, and accuracy and confusion or RMSE, MAE and R^2.
+Evaluation evaluate_table(Module& model, const data::TableSchema& schema, const data::EncodedTable& rows,
+                          const std::string& loss, const Replicas& replicas = {});
+/// What a table model says of encoded inputs: class probabilities [rows, classes], or values
+/// [rows, 1] in the target's units.
+Tensor predict_table(Module& model, const data::TableSchema& schema, const Tensor& inputs);
+/// The schema kept in a table run's model file; an error naming the file if it has none.
+data::TableSchema table_schema_of(const SafetensorsData& file);
+
 /// Loads the data of `config` (the image dataset's splits, or the corpus); `test` false skips the
 /// test split (bench).
 TaskData load_task_data(const RunConfig& config, bool test = true);

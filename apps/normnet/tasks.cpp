@@ -109,6 +109,198 @@ private:
     bool fresh_ = false;  // it_ holds the next batch already (the first of the epoch)
 };
 
+// ---- tables -----------------------------------------------------------------------------------
+
+// Regression targets are learned standardised by the training targets' mean and std, so that the
+// default recipe suits any units; predictions are mapped back before they are measured.
+Tensor standardised(const data::TableSchema& s, const Tensor& y) {
+    return (y - static_cast<float>(s.target_mean)) * static_cast<float>(1.0 / s.target_std);
+}
+
+Tensor table_loss(const data::TableSchema& s, const std::string& loss, const Tensor& out, const Tensor& targets,
+                  float label_smoothing = 0) {
+    if (s.task == data::TableTask::classification) return cross_entropy(out, targets, label_smoothing);
+    return loss == "huber" ? huber_loss(out, targets) : mse_loss(out, targets);
+}
+
+}  // namespace
+
+Evaluation evaluate_table(Module& model, const data::TableSchema& schema, const data::EncodedTable& rows,
+                          const std::string& loss, const Replicas& r) {
+    NoGradGuard no_grad;
+    const bool was_training = model.is_training();
+    model.eval();
+    const bool regression = schema.task == data::TableTask::regression;
+    const int64_t n = rows.inputs.size(0), first = n * r.rank / r.world, last = n * (r.rank + 1) / r.world;
+    const int64_t C = schema.num_outputs();
+    // classification: loss x rows, correct, then the confusion matrix; regression: loss x rows,
+    // squared and absolute errors, the sum and sum of squares of the targets.
+    std::vector<double> sums(regression ? 5 : 2 + static_cast<size_t>(C * C), 0.0);
+    Evaluation e;
+    for (int64_t b = first; b < last; b += 1000) {
+        const int64_t count = std::min<int64_t>(1000, last - b);
+        const Tensor out = model.forward(rows.inputs.narrow(0, b, count)).contiguous();
+        if (regression) {
+            const Tensor y = rows.targets.narrow(0, b, count).contiguous();
+            sums[0] += static_cast<double>(table_loss(schema, loss, out, standardised(schema, y)).item()) * count;
+            for (int64_t i = 0; i < count; ++i) {
+                const double t = y.data()[i], err = out.data()[i] * schema.target_std + schema.target_mean - t;
+                sums[1] += err * err, sums[2] += std::fabs(err), sums[3] += t, sums[4] += t * t;
+            }
+            continue;
+        }
+        const Tensor labels = rows.labels.narrow(0, b, count).contiguous();
+        sums[0] += static_cast<double>(cross_entropy(out, labels).item()) * count;
+        for (int64_t i = 0; i < count; ++i) {
+            const float* row = out.data() + i * C;
+            const int64_t predicted = std::max_element(row, row + C) - row, truth = labels.data_ptr<int64_t>()[i];
+            sums[1] += predicted == truth;
+            sums[2 + static_cast<size_t>(truth * C + predicted)] += 1;
+            e.predictions.push_back(predicted);
+        }
+    }
+    model.train(was_training);
+    if (r.parallel()) dist::all_reduce(sums.data(), static_cast<int64_t>(sums.size()));
+    e.count = n;
+    const double count = static_cast<double>(std::max<int64_t>(n, 1));
+    e.loss = sums[0] / count;
+    if (regression) {
+        const double sst = sums[4] - sums[3] * sums[3] / count;
+        e.rmse = std::sqrt(sums[1] / count);
+        e.mae = sums[2] / count;
+        e.r2 = sst > 0 ? 1.0 - sums[1] / sst : NAN;
+        return e;
+    }
+    e.correct = static_cast<int64_t>(sums[1]);
+    e.accuracy = sums[1] / count;
+    e.confusion.assign(static_cast<size_t>(C), std::vector<int64_t>(static_cast<size_t>(C), 0));
+    for (size_t t = 0; t < static_cast<size_t>(C); ++t)
+        for (size_t p = 0; p < static_cast<size_t>(C); ++p) e.confusion[t][p] = static_cast<int64_t>(sums[2 + t * C + p]);
+    return e;
+}
+
+Tensor predict_table(Module& model, const data::TableSchema& schema, const Tensor& inputs) {
+    NoGradGuard no_grad;
+    model.eval();
+    const Tensor out = model.forward(inputs);
+    if (schema.task == data::TableTask::classification) return softmax(out, 1).contiguous();
+    return (out * static_cast<float>(schema.target_std) + static_cast<float>(schema.target_mean)).contiguous();
+}
+
+data::TableSchema table_schema_of(const SafetensorsData& file) {
+    return data::TableSchema::from_json(metadata_or_fail(file, kTableMetadata), file.path);
+}
+
+namespace {
+
+class TablePrediction final : public Task {
+public:
+    TablePrediction(const RunConfig& c, std::shared_ptr<const TableData> d, const Replicas& r)
+        : config_(c), data_(std::move(d)), replicas_(r), regression_(data_->schema.task == data::TableTask::regression),
+          loader_(data_->train.inputs, regression_ ? standardised(data_->schema, data_->train.targets) : data_->train.labels,
+                  loader_options(c, data_->train.inputs.size(0), r)),
+          it_(loader_.end()) {
+        if (regression_ && c.label_smoothing > 0)
+            throw UsageError("--label-smoothing: the target of " + c.data_dir + " is a regression target (no classes)");
+        if (loader_.num_batches() == 0) throw UsageError(str(c.data_dir, ": too few training rows for a batch"));
+    }
+    void complete(ModelSpec& spec) const override {
+        spec.inputs = data_->schema.num_inputs();
+        spec.classes = data_->schema.num_outputs();
+    }
+    int64_t steps_per_epoch() const override { return loader_.num_batches(); }
+    int64_t total_steps() const override { return config_.epochs * loader_.num_batches(); }
+    void start_epoch(int64_t epoch, int64_t first) override {
+        loader_.set_epoch(epoch);
+        it_ = loader_.begin();
+        for (int64_t i = 0; i < first; ++i) ++it_;
+        index_ = first;
+        fresh_ = true;
+    }
+    StepData next() override {
+        if (!fresh_) ++it_, ++index_;
+        fresh_ = false;
+        return {it_->inputs, regression_ ? it_->targets : it_->labels, it_->size(), loader_.share(index_)};
+    }
+    Tensor loss(const Tensor& out, const StepData& d) const override {
+        return table_loss(data_->schema, config_.loss, out, d.targets, static_cast<float>(config_.label_smoothing));
+    }
+    int64_t correct(const Tensor& out, const StepData& d) const override {
+        return regression_ ? -1 : d.rows > 0 ? count_correct(out, d.targets) : 0;
+    }
+    bool has_accuracy() const override { return !regression_; }
+    bool mean_over_rows() const override { return true; }
+    // Over this rank's share of the held-out rows; the sums are added up over the ranks.
+    Evaluation evaluate(Module& model, const Replicas& r) override {
+        return evaluate_table(model, data_->schema, data_->test, config_.loss, r);
+    }
+    void save(CheckpointContents& c) const override { c.model_metadata[kTableMetadata] = data_->schema.to_json(); }
+    void check_resume(const LoadedCheckpoint& c) const override {
+        NORMNET_CHECK(table_schema_of(c.model).to_json() == data_->schema.to_json(), "--resume ",
+                      c.model.path, ": ", config_.data_dir, " gives other columns, classes or statistics than the "
+                      "checkpoint's table; resume on the file it was trained on");
+    }
+    std::string data_text() const override { return data_->text; }
+    std::string rows_name() const override { return "rows"; }
+    int64_t samples_per_step() const override { return config_.batch_size; }
+
+private:
+    RunConfig config_;
+    std::shared_ptr<const TableData> data_;
+    Replicas replicas_;
+    bool regression_;
+    DataLoader loader_;
+    DataLoader::Iterator it_;
+    int64_t index_ = 0;
+    bool fresh_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<const TableData> load_table(const RunConfig& c) {
+    auto d = std::make_shared<TableData>();
+    const auto csv = data::CsvOptions().delimiter(c.delimiter.at(0));
+    data::Table rows = data::read_csv(c.data_dir, csv);
+    std::optional<data::TableTask> task;
+    if (c.task != "auto") task = data::parse_table_task(c.task);
+    data::Table train, test;
+    std::string reason;  // why the task was chosen, from all rows before the split
+    if (!c.test.empty()) {
+        train = std::move(rows);
+        test = data::read_csv(c.test, csv);
+    } else {
+        // Held out before anything is fitted, so that no statistic of the held-out rows leaks in;
+        // stratified by class for classification (the schema of all rows only says what the classes are).
+        const data::TableSchema all = data::fit_table_schema(rows, c.target, task);
+        std::vector<int64_t> strata;
+        if (all.task == data::TableTask::classification) {
+            const Tensor labels = data::encode_table(all, rows).labels;
+            strata.assign(labels.data_ptr<int64_t>(), labels.data_ptr<int64_t>() + labels.numel());
+        }
+        const auto [kept, held] = data::holdout_split(rows.rows, c.val_fraction, c.seed, strata);
+        train = data::take_rows(rows, kept);
+        test = data::take_rows(rows, held);
+        task = all.task;
+        reason = all.task_reason;
+    }
+    d->schema = data::fit_table_schema(train, c.target, task);
+    if (!reason.empty()) d->schema.task_reason = reason;
+    d->train = data::encode_table(d->schema, train);
+    d->test = data::encode_table(d->schema, test);
+    NORMNET_CHECK(d->test.labels.defined() || d->test.targets.defined(), "--test ", c.test, ": no column \"",
+                  d->schema.target, "\" (the target)");
+    const data::TableSchema& t = d->schema;
+    const std::string what = (t.task == data::TableTask::classification
+                                  ? str("classification of ", t.target, " into ", t.classes.size(), " classes")
+                                  : str("regression of ", t.target)) +
+                             (c.task == "auto" ? " (" + t.task_reason + ")" : "");
+    d->text = c.test.empty() ? str(c.data_dir, " (", train.rows, " training / ", test.rows, " held-out rows, ", what, ")")
+                             : str(c.data_dir, " (", train.rows, " rows) and ", c.test, " (", test.rows, " rows), ", what);
+    return d;
+}
+
+namespace {
+
 // ---- the character language model ------------------------------------------------------------
 
 // The window generator's seed: another sequence than the default generator's (the weights'),
@@ -224,6 +416,8 @@ TaskData load_task_data(const RunConfig& config, bool test) {
     TaskData d;
     if (config.model.kind().task == kLanguageModel) {
         d.corpus = std::make_shared<const TextCorpus>(load_text_corpus(config.text, {.val_fraction = config.val_fraction}));
+    } else if (config.is_table()) {
+        d.table = load_table(config);
     } else {
         d.train = load_split(config, "train");
         if (test) d.test = load_split(config, "test");
@@ -233,6 +427,7 @@ TaskData load_task_data(const RunConfig& config, bool test) {
 
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data, const Replicas& replicas) {
     if (config.model.kind().task == kLanguageModel) return std::make_unique<LanguageModel>(config, data.corpus, replicas);
+    if (data.table) return std::make_unique<TablePrediction>(config, data.table, replicas);
     return std::make_unique<ImageClassification>(config, data.train, data.test, replicas);
 }
 

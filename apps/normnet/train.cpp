@@ -114,6 +114,9 @@ std::string metrics_text(const RunConfig& c, const EpochMetrics& m) {
     char buf[160];
     if (c.counts_steps()) {
         std::snprintf(buf, sizeof buf, "train loss %.4f  %s", m.train_loss, val_loss_text(m.test_loss).c_str());
+    } else if (!std::isnan(m.test_rmse)) {  // a regression
+        std::snprintf(buf, sizeof buf, "train loss %.4f  test loss %.4f rmse %.4g mae %.4g r2 %.4f", m.train_loss,
+                      m.test_loss, m.test_rmse, m.test_mae, m.test_r2);
     } else {
         std::snprintf(buf, sizeof buf, "train loss %.4f acc %s  test loss %.4f acc %s", m.train_loss,
                       percent(m.train_acc).c_str(), m.test_loss, percent(m.test_acc).c_str());
@@ -260,8 +263,12 @@ void run_train(const TrainArgs& args, const CLI::App& cmd) {
     }
     if (!leader) return;
     const std::string model_file = (fs::path(dir) / kModelFile).string();
+    const EpochMetrics& last = trainer.history().back();
     if (steps) {
-        std::printf("final %s, model saved to %s\n", val_loss_text(trainer.history().back().test_loss).c_str(), model_file.c_str());
+        std::printf("final %s, model saved to %s\n", val_loss_text(last.test_loss).c_str(), model_file.c_str());
+    } else if (!std::isnan(last.test_rmse)) {  // a regression
+        std::printf("final test rmse %.4g mae %.4g r2 %.4f, model saved to %s\n", last.test_rmse, last.test_mae, last.test_r2,
+                    model_file.c_str());
     } else {
         std::printf("final test accuracy %s (best %s), model saved to %s\n", percent(trainer.history().back().test_acc).c_str(),
                     percent(best_accuracy(trainer.history())).c_str(), model_file.c_str());
@@ -284,6 +291,7 @@ void add_train_command(CLI::App& app) {
         "train", "Train a model on MNIST or Fashion-MNIST (default: the seed MLP 784-300-100-10 with LayerNorm on MNIST; "
                  "--model cnn: the CNN with BatchNorm on Fashion-MNIST), or --model lm on a text corpus");
     add_data_options(*cmd, c);
+    add_table_options(*cmd, c);
     add_model_options(*cmd, args->model);
     std::string norms;
     for (const Norm& n : Norm::all()) norms += "; " + n.name() + ": " + n.description();

@@ -47,7 +47,8 @@ void perturb_for_test(Module& model, int rank) {
 
 // The deterministic metrics of each finished epoch (not the seconds, so that the same run always
 // writes the same checkpoint bytes). Runs counted in epochs: [epoch, train_loss, train_acc,
-// test_loss, test_acc, lr, skipped]; in steps: [step, train_loss, val_loss, lr].
+// test_loss, test_acc, lr, skipped], a regression's with [test_rmse, test_mae, test_r2] after
+// them; in steps: [step, train_loss, val_loss, lr].
 std::string history_json(const std::vector<EpochMetrics>& history, bool steps) {
     Json rows = Json::array();
     for (const EpochMetrics& m : history) {
@@ -56,6 +57,9 @@ std::string history_json(const std::vector<EpochMetrics>& history, bool steps) {
         } else {
             rows.push_back({m.epoch, number(m.train_loss), number(m.train_acc), number(m.test_loss), number(m.test_acc),
                             number(m.lr), m.skipped});
+            if (!std::isnan(m.test_rmse)) {
+                for (const double v : {m.test_rmse, m.test_mae, m.test_r2}) rows.back().push_back(number(v));
+            }
         }
     }
     return rows.dump();
@@ -68,7 +72,8 @@ std::vector<EpochMetrics> parse_history(const std::string& text, bool steps, int
     NORMNET_CHECK(steps || rows.size() == static_cast<size_t>(epochs), "expected a list of ", epochs, " epochs");
     std::vector<EpochMetrics> history;
     for (const Json& row : rows) {
-        NORMNET_CHECK(row.is_array() && row.size() == (steps ? 4u : 7u), "malformed ", steps ? "" : "epoch ", "row ", row.dump());
+        NORMNET_CHECK(row.is_array() && (steps ? row.size() == 4u : row.size() == 7u || row.size() == 10u), "malformed ",
+                      steps ? "" : "epoch ", "row ", row.dump());
         EpochMetrics m;
         m.epoch = static_cast<int64_t>(history.size()) + 1;
         m.train_loss = number_of(row[1]);
@@ -85,6 +90,7 @@ std::vector<EpochMetrics> parse_history(const std::string& text, bool steps, int
             m.test_acc = number_of(row[4]);
             m.lr = number_of(row[5]);
             m.skipped = count_of(row[6], kMaxCount);
+            if (row.size() == 10u) m.test_rmse = number_of(row[7]), m.test_mae = number_of(row[8]), m.test_r2 = number_of(row[9]);
         }
         m.seconds = NAN;  // filled in from metrics.csv, if it has the row
         history.push_back(m);
@@ -471,7 +477,7 @@ std::optional<EpochMetrics> Trainer::run_epoch(const BatchCallback& on_batch, co
     if (!p.complete) return std::nullopt;
     m.seconds = p.seconds;
     m.train_loss = p.mean_loss();
-    m.train_acc = task_->mean_over_rows() ? p.accuracy() : NAN;
+    m.train_acc = task_->mean_over_rows() && task_->has_accuracy() ? p.accuracy() : NAN;
     m.skipped = p.skipped;
     // A run counted in steps reports the lr of its last step, one in epochs of its first.
     m.lr = config_.counts_steps() ? last_lr_ : first_lr;
@@ -480,6 +486,7 @@ std::optional<EpochMetrics> Trainer::run_epoch(const BatchCallback& on_batch, co
     m.step = step();
     m.test_loss = e.loss;
     m.test_acc = e.accuracy;
+    m.test_rmse = e.rmse, m.test_mae = e.mae, m.test_r2 = e.r2;
     history_.push_back(m);
     return m;
 }

@@ -32,6 +32,7 @@ struct EpochMetrics {
     int64_t epoch = 0;  // 1-based
     int64_t step = 0;   // optimizer steps done (what a run counted in steps reports)
     double train_loss = 0, train_acc = 0, test_loss = 0, test_acc = 0, lr = 0;  // test: the held-out data
+    double test_rmse = NAN, test_mae = NAN, test_r2 = NAN;  // a regression's, in the target's units
     double seconds = 0;   // NaN when unknown (an epoch whose metrics.csv row a crash lost)
     int64_t skipped = 0;  // steps skipped for a non-finite loss (--on-nan skip)
     double bits_per_char() const;  // test_loss in bits

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "normnet/arg.hpp"
@@ -49,6 +50,10 @@ struct Table {
 /// more or fewer fields than the header, an empty cell, NaN or infinity, a number too large for
 /// float32, a word in a numeric column, or a quote left open.
 NORMNET_API Table read_csv(const std::string& path, const CsvOptions& options = {});
+
+/// `text` as one CSV field (RFC 4180): quoted, with its quotes doubled, when it holds the
+/// delimiter, a quote or a line end, or starts or ends with a space; otherwise as it is.
+NORMNET_API std::string csv_field(std::string_view text, char delimiter = ',');
 
 /// The rows of `table` at `indices`, in that order (each in [0, rows)).
 NORMNET_API Table take_rows(const Table& table, const std::vector<int64_t>& indices);

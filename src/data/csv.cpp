@@ -281,4 +281,13 @@ Table read_csv(const std::string& path, const CsvOptions& options) {
     return table;
 }
 
+std::string csv_field(std::string_view text, char delimiter) {
+    const bool quote = text.find_first_of(std::string{delimiter, '"', '\n', '\r'}) != std::string_view::npos ||
+                       (!text.empty() && (text.front() == ' ' || text.back() == ' '));
+    if (!quote) return std::string(text);
+    std::string out = "\"";
+    for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
 }  // namespace normnet::data

@@ -28,9 +28,12 @@
   lm-resume          an LM checkpoint written by N = 2 resumes with N = 1 and with N = 4 to the
                      parameters of one straight run; the metadata records the world size
   lm-batch           a global batch not divisible by N is one clear error, nothing written
+  table              a CSV table (classification with a text feature, and regression): N = 2 gives the
+                     loss curve and the parameters of N = 1 to 1e-5, and the test measures one process
+                     computes from the N = 2 checkpoint
 
 Every process runs under a timeout, so a hang fails the test instead of blocking the suite.
-Exit 77 (ctest: skipped) when MNIST is absent (the lm cases write their own corpus).
+Exit 77 (ctest: skipped) when MNIST is absent (the lm and table cases write their own data).
 """
 import argparse
 import json
@@ -525,6 +528,47 @@ def case_lm_batch(r):
         fail("the failed run left its folder behind")
 
 
+def write_table(path, regression, rows=400):
+    """A learnable table with a text feature column: 3 classes, or y = 30 a - 20 b + 5 c."""
+    rng = np.random.default_rng(11)
+    with open(path, "w") as f:
+        f.write("a,b,colour,target\n")
+        for i in range(rows):
+            a, b = rng.uniform(-1, 1, 2)
+            c = i % 3
+            score = a + b + 0.5 * c + rng.normal(0, 0.2)
+            y = f"{30 * a - 20 * b + 5 * c:.4f}" if regression else ("low", "mid", "high")[int(score > 0) + int(score > 1)]
+            f.write(f"{a:.4f},{b:.4f},{('red', 'green', 'blue')[c]},{y}\n")
+
+
+def case_table(r):
+    for task in ("classification", "regression"):
+        csv = os.path.join(r.tmp, f"{task}.csv")
+        write_table(csv, task == "regression")
+        r.args.data = csv
+        extra = ["--batch-size", "32", "--epochs", "2", "--optimizer", "sgd", "--lr", "0.01", "--momentum", "0",
+                 "--schedule", "constant", "--weight-decay", "0", "--hidden", "32"]
+        r.run(0, f"{task}-n1", extra)
+        r.run(2, f"{task}-n2", extra)
+        worst, where = worst_difference(r.model(f"{task}-n2"), r.model(f"{task}-n1"))
+        curve1, curve2 = metrics(os.path.join(r.tmp, f"{task}-n1")), metrics(os.path.join(r.tmp, f"{task}-n2"))
+        # columns: epoch, train_loss, then test_loss (regression) or train_acc, test_loss (classification)
+        losses = (1, 2) if task == "regression" else (1, 3)
+        loss_gap = max(abs(a[i] - b[i]) / abs(b[i]) for a, b in zip(curve2, curve1) for i in losses)
+        p = subprocess.run([r.args.normnet, "eval", "--checkpoint", os.path.join(r.tmp, f"{task}-n2"), "--json",
+                            "--threads", "1"], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            fail(p.stderr)
+        measured = json.loads(p.stdout)["r2" if task == "regression" else "accuracy"]
+        reported = curve2[-1][5 if task == "regression" else 4]
+        print(f"table {task}: N = 2 vs N = 1 after 2 epochs: parameters differ by {worst:.2e} (at {where}), losses by "
+              f"{loss_gap:.2e}; the N = 2 checkpoint evaluates to {measured:.6f} in one process (run: {reported:.6f})")
+        if worst > 1e-5 or loss_gap > 1e-5:
+            fail(f"table {task}: N = 2 differs from N = 1 by {worst:.2e} at {where} (losses {loss_gap:.2e})")
+        if abs(measured - reported) > 1e-6:
+            fail(f"table {task}: the N = 2 checkpoint evaluates to {measured}, the run reported {reported}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--normnet", required=True)
@@ -534,7 +578,7 @@ def main():
     parser.add_argument("case")
     parser.add_argument("norm", nargs="?", help="the normalisation (equivalence cases) or the target (sigterm)")
     args = parser.parse_args()
-    if not args.case.startswith("lm") and not os.path.exists(os.path.join(args.data, "train-images-idx3-ubyte")):
+    if not args.case.startswith(("lm", "table")) and not os.path.exists(os.path.join(args.data, "train-images-idx3-ubyte")):
         print(f"NORMNET_SKIP: MNIST not found in {args.data}")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
@@ -548,7 +592,7 @@ def main():
                  "kill": lambda: case_kill(r), "compare": lambda: case_compare(r),
                  "sigterm": lambda: case_sigterm(r, args.norm),
                  "lm-equivalence": lambda: case_lm_equivalence(r, args.norm), "lm-resume": lambda: case_lm_resume(r),
-                 "lm-batch": lambda: case_lm_batch(r)}
+                 "lm-batch": lambda: case_lm_batch(r), "table": lambda: case_table(r)}
         cases[args.case]()
     return 0
 
