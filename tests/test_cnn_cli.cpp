@@ -239,7 +239,7 @@ TEST_CASE("cnn: precise statistics are the mean and unbiased variance of each Ba
     data->labels = {0, 1, 2};
     normnet::Sequential model{normnet::BatchNorm1d(2)};
     cli::SavedBuffers saved(model);
-    cli::recompute_population_statistics(model, *data);
+    cli::recompute_population_statistics(model, cli::Examples(data));
     const auto buffers = model.named_buffers();
     const float* mean = buffers[0].second.data();
     const float* var = buffers[1].second.data();

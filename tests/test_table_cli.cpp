@@ -206,6 +206,40 @@ TEST_CASE("table cli: 1 epoch + --resume for 1 equals 2 epochs straight, bit for
     require_failure(dir, quick({"--data", data, "--resume", b, "--epochs", "3"}), 1, {"--resume", "t.csv"});
 }
 
+TEST_CASE("table cli: compare asks the seed's question of a table, bench times it against its GEMM floor",
+          "[cli][table][compare][bench]") {
+    TempDir dir;
+    const std::string data = write_text(dir, "shapes.csv", class_table(400, 7));
+    const RunResult r = run_normnet({"compare", "--data", data, "--norms", "layer,batch", "--batch-sizes", "16,64", "--epochs",
+                                     "6", "--hidden", "32", "--threads", "1", "--out", dir / "cmp"},
+                                    dir.work());
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    const auto results = lines_of(read_file(dir / "cmp/results.csv"));
+    REQUIRE(results.size() == 5);  // header + 2 norms x 2 batch sizes
+    for (size_t i = 1; i < results.size(); ++i) {
+        const auto cells = csv_cells(results[i]);
+        CHECK(std::stod(cells[5]) >= 0.5);                    // final test accuracy (chance: 1/3)
+        CHECK(cells[15] == "true");                            // batch-of-one eval equals full-batch eval
+        CHECK(cells[16].empty() == (cells[0] != "batch"));    // BatchNorm's three evaluations
+    }
+    const std::string report = read_file(dir / "cmp/report.md");
+    CHECK_THAT(report, Contains("Model 5-32-3 MLP") && Contains("data shapes.csv") && Contains("The first 320 training rows"));
+
+    const RunResult b = run_normnet({"bench", "--data", data, "--batch-sizes", "32", "--norms", "layer", "--epochs", "1",
+                                     "--warmup-epochs", "0", "--hidden", "16", "--threads", "1", "--json"},
+                                    dir.work());
+    INFO(b.err);
+    REQUIRE(b.status == 0);
+    const auto row = nlohmann::json::parse(lines_of(b.out).at(0));
+    CHECK(row.at("batch") == 32);
+    CHECK(row.at("ratio_to_floor").get<double>() > 0);
+
+    // A regression has no accuracies to compare: one line, nothing written.
+    const std::string reg = write_text(dir, "reg.csv", regression_table(100, 8));
+    require_failure(dir, {"compare", "--data", reg, "--out", dir / "cmp2"}, 1, {"reg.csv", "regression"});
+}
+
 TEST_CASE("table cli: scikit-learn's real tables, the default recipe against scikit-learn's baseline", "[cli][table][sklearn]") {
 #ifndef NORMNET_PYTHON3
     NORMNET_SKIP("no /usr/bin/python3 at configure time (scikit-learn's tables are written by it)");

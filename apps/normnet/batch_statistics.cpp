@@ -53,16 +53,15 @@ struct ChannelMoments {
 
 }  // namespace
 
-void recompute_population_statistics(Module& model, const Dataset& data) {
+void recompute_population_statistics(Module& model, const Examples& data) {
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
-    auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
     const std::vector<std::shared_ptr<Module>> layers = model.children();
     for (size_t k = 0; k < layers.size(); ++k) {
         if (std::dynamic_pointer_cast<BatchNormBase>(layers[k]) == nullptr) continue;
         ChannelMoments moments;
-        for (const Batch& batch : DataLoader(shared, DataLoaderOptions{.batch_size = 500, .shuffle = false})) {
+        for (const Batch& batch : data.loader(DataLoaderOptions{.batch_size = 500, .shuffle = false})) {
             Tensor h = batch.inputs.flatten(1);
             for (size_t j = 0; j < k; ++j) h = layers[j]->forward(h);
             moments.add(h.contiguous());

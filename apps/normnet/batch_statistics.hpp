@@ -9,6 +9,7 @@
 
 #include "normnet/data.hpp"
 #include "normnet/layers.hpp"
+#include "task.hpp"
 
 namespace normnet::cli {
 
@@ -17,7 +18,7 @@ namespace normnet::cli {
 /// the children before it now give) by the mean and unbiased
 /// variance of its inputs over all of `data` in eval mode. Statistics in double, per batch two
 /// passes, combined across batches by Chan's formula.
-void recompute_population_statistics(Module& model, const Dataset& data);
+void recompute_population_statistics(Module& model, const Examples& data);
 
 /// The buffers of a model (running statistics), to put back after measuring.
 class SavedBuffers {

@@ -119,13 +119,16 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
     const Replicas& replicas = Replicas::current();
     a.base.threads = threads_per_rank(a.base.threads, replicas);
     set_num_threads(a.base.threads);
-    const auto train = load_split(a.base, "train");  // bench only trains: no test split to read
+    const TaskData data = load_task_data(a.base, false);  // bench only trains: no test split to read
+    // A table sizes the model's inputs and outputs; the floor below needs them.
+    if (data.table) make_task(a.base, data, replicas)->complete(a.base.model);
+    const int64_t samples = data.table ? data.table->train.inputs.size(0) : data.train->size();
     const bool report = replicas.leader();
     if (!a.json && report) {
         // The normalisation varies by row: the header names the architecture and the norms.
-        std::printf("normnet bench: %s, norms %s, Adam lr %g, %lld training images, %s, %d warm-up + %s per row\n",
-                    a.base.model.architecture().c_str(), a.norms.c_str(), a.base.lr,
-                    static_cast<long long>(train->size()), plural(a.base.threads, "thread").c_str(), a.warmup,
+        std::printf("normnet bench: %s, norms %s, Adam lr %g, %lld training %s, %s, %d warm-up + %s per row\n",
+                    a.base.model.architecture().c_str(), a.norms.c_str(), a.base.lr, static_cast<long long>(samples),
+                    data.table ? "rows" : "images", plural(a.base.threads, "thread").c_str(), a.warmup,
                     plural(a.repeats, "timed epoch").c_str());
         if (replicas.parallel()) {
             std::printf("data parallel: %d processes x %s; samples/s of the whole job; GEMM floor of one rank's "
@@ -138,14 +141,14 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
     }
     for (int64_t batch : batches) {
         // The products do not depend on the normalisation; under mpirun, those of one rank's slices.
-        EpochFloor floor(a.base.model, batch / replicas.world, train->size() / replicas.world);
+        EpochFloor floor(a.base.model, batch / replicas.world, samples / replicas.world);
         for (const auto& norm : norms) {
             RunConfig c = a.base;
             c.model.norm = norm;
             c.batch_size = batch;
             c.epochs = a.warmup + a.repeats;
             TrainingPeakRss peak;
-            Trainer trainer(c, make_task(c, {.train = train}, replicas), replicas);
+            Trainer trainer(c, make_task(c, data, replicas), replicas);
             BenchResult r;
             r.norm = norm;
             r.batch = batch;
@@ -166,7 +169,7 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
             r.median_seconds = median(r.epochs);
             r.floor_seconds = median(floors);
             r.ratio = median(ratios);
-            r.samples_per_second = static_cast<double>(train->size()) / r.median_seconds;
+            r.samples_per_second = static_cast<double>(samples) / r.median_seconds;
             r.peak_rss = peak.mb();
             const double allreduce_ms = 1e3 * (trainer.seconds_in_allreduce() - allreduce_before) /
                                         static_cast<double>(a.repeats * trainer.batches_per_epoch());
@@ -223,6 +226,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--warmup-epochs", a->warmup, "Untimed epochs before timing")->capture_default_str();
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);
+    add_table_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
     cmd->add_flag("--profile", a->profile,
                   "Also print rank 0's milliseconds per step in data, forward, backward, allreduce, optimizer and "

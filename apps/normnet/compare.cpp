@@ -40,6 +40,8 @@ struct CompareArgs {
     bool overwrite = false;
     std::string command_line;
     int64_t train_images = 0;  // after --limit
+    std::string data_name;            // "mnist", or a table's file name
+    std::string samples = "images";   // or "rows" (a table's)
     std::string worlds = "1";           // data-parallel axis (compare_world.hpp)
     std::string bn_sync_modes = "local,sync";
     // A choice option of the model given as a list (the ViT's --norm-placement pre,post): a second
@@ -124,12 +126,11 @@ double scaled_lr(const CompareArgs& a, int64_t batch) {
 // Logits of `data` rows in batches of `batch_size` in the model's current mode, without
 // recording a graph. Training-mode BatchNorm would update its running statistics: the caller
 // restores the buffers afterwards.
-Tensor logits_of(Module& model, const std::shared_ptr<const Dataset>& data, int64_t batch_size, int64_t classes) {
+Tensor logits_of(Module& model, const Examples& data, int64_t batch_size, int64_t classes) {
     NoGradGuard no_grad;
-    DataLoader loader(data, DataLoaderOptions{.batch_size = batch_size, .shuffle = false});
-    Tensor all = empty({data->size(), classes});
+    Tensor all = empty({data.size(), classes});
     int64_t row = 0;
-    for (const Batch& batch : loader) {
+    for (const Batch& batch : data.loader(DataLoaderOptions{.batch_size = batch_size, .shuffle = false})) {
         if (batch.size() < 2 && model.is_training()) {
             // A batch of one cannot be normalised over the batch; use eval mode for that row.
             model.eval();
@@ -143,15 +144,13 @@ Tensor logits_of(Module& model, const std::shared_ptr<const Dataset>& data, int6
     return all;
 }
 
-double accuracy_of(const Tensor& logits, const Dataset& data) {
-    const Tensor labels = from_vector(std::vector<int64_t>(data.labels.begin(), data.labels.end()), {data.size()});
-    return static_cast<double>(count_correct(logits, labels)) / static_cast<double>(data.size());
+double accuracy_of(const Tensor& logits, const Examples& data) {
+    return static_cast<double>(count_correct(logits, data.label_tensor())) / static_cast<double>(data.size());
 }
 
 // Train-mode vs eval-mode outputs on the same training images, and eval-mode batch-of-one vs
 // full-batch predictions on the test set.
-void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<const Dataset>& train_subset,
-                         const std::shared_ptr<const Dataset>& test) {
+void measure_discrepancy(Trainer& trainer, RunResult& r, const Examples& train_subset, const Examples& test) {
     Module& model = trainer.model();
     const int64_t classes = trainer.config().model.classes;
     SavedBuffers saved(model);
@@ -160,29 +159,29 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const std::shared_ptr<c
     saved.restore();
     model.eval();
     const Tensor eval_logits = logits_of(model, train_subset, r.batch, classes);  // same batches: only the mode differs
-    r.train_mode_acc = accuracy_of(train_logits, *train_subset);
-    r.eval_mode_acc = accuracy_of(eval_logits, *train_subset);
+    r.train_mode_acc = accuracy_of(train_logits, train_subset);
+    r.eval_mode_acc = accuracy_of(eval_logits, train_subset);
     double mad = 0.0;
     const float* a = train_logits.data();
     const float* b = eval_logits.data();
     for (int64_t i = 0; i < train_logits.numel(); ++i) mad += std::abs(static_cast<double>(a[i]) - b[i]);
     r.logit_mad = mad / static_cast<double>(train_logits.numel());
 
-    const Evaluation full = evaluate(model, *test, classes);
-    const Evaluation single = evaluate(model, *test, classes, 1);
+    const Evaluation full = evaluate(model, test, classes);
+    const Evaluation single = evaluate(model, test, classes, 1);
     r.full_batch_acc = full.accuracy;
     r.single_sample_acc = single.accuracy;
     for (size_t n = 0; n < full.predictions.size(); ++n) r.single_sample_mismatches += full.predictions[n] != single.predictions[n];
 
     if (!uses_batch_statistics(row_norm(r.norm))) return;
     model.train();
-    r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch, classes), *test);
+    r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch, classes), test);
     saved.restore();
     // Precise statistics walk the model layer by layer; inside a model whose forward is not its
     // layers in order (the ViT's blocks) there is no such walk, and the cell stays NaN ("n/a").
     if (trainer.config().model.kind().layers_in_order) {
-        recompute_population_statistics(model, *train_subset);
-        r.precise_test_acc = evaluate(model, *test, classes).accuracy;
+        recompute_population_statistics(model, train_subset);
+        r.precise_test_acc = evaluate(model, test, classes).accuracy;
     }
     saved.restore();
     model.eval();
@@ -365,7 +364,7 @@ std::string anchors_md(const CompareArgs& a, const std::vector<RunResult>& runs)
                                       .warmup = a.base.warmup,
                                       .train_images = a.train_images,
                                       .what = grid_architecture(a) + " on " + std::to_string(a.train_images) + " " +
-                                              a.base.dataset + " training images for " + plural(a.base.epochs, "epoch")});
+                                              a.data_name + " training " + a.samples + " for " + plural(a.base.epochs, "epoch")});
 }
 
 std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
@@ -374,7 +373,7 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     std::string md = "# normnet compare: normalisation x batch size\n\n";
     if (!incomplete.empty()) md += "**Incomplete:** " + incomplete + "\n\n";
     md += "Model " + grid_architecture(a) + " with each normalisation " + a.base.model.kind().norm_position +
-          ", dataset " + a.base.dataset +
+          ", data " + a.data_name +
           ", " + std::to_string(a.base.epochs) + " epochs, " + a.base.optimizer + " lr " + fmt("%g", a.base.lr) +
           " (scaling: " + a.lr_scaling + ", reference batch " + std::to_string(a.reference_batch) + "), schedule " +
           a.base.schedule + ", " + std::to_string(seeds) + " seed(s) from " + std::to_string(a.base.seed) +
@@ -392,13 +391,13 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     md += "### What this run shows\n\n" +
           findings_md(grid, bn,
                       grid_architecture(a) + " on " + std::to_string(a.train_images) + " " +
-                          a.base.dataset + " training images for " + plural(a.base.epochs, "epoch")) +
+                          a.data_name + " training " + a.samples + " for " + plural(a.base.epochs, "epoch")) +
           "\n";
     if (!bn.batches.empty()) {
         md += "### BatchNorm evaluated three ways (test error %, mean over seeds)\n\n"
               "Running statistics: the usual eval mode. Precise statistics: each BatchNorm layer's mean and variance "
-              "recomputed over the first " + std::to_string(a.discrepancy_images) +
-              " training images under the final weights, layer by layer. Batch statistics: the test set in training "
+              "recomputed over the first " + std::to_string(std::min(a.discrepancy_images, a.train_images)) +
+              " training " + a.samples + " under the final weights, layer by layer. Batch statistics: the test set in training "
               "mode, in batches of the run's size. The gap between the first two is the train/eval mismatch of the "
               "running averages; what remains at small batches comes from training on noisy batch statistics.\n\n" +
               batch_norm_table_md(bn) + "\n";
@@ -410,8 +409,8 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
         return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.best_test_acc(); }), seeds);
     }) + "\n";
     md += "## Train/eval discrepancy\n\n";
-    md += "The first " + std::to_string(a.discrepancy_images) +
-          " training images through the final model in training mode (batches of the run's size; running "
+    md += "The first " + std::to_string(std::min(a.discrepancy_images, a.train_images)) +
+          " training " + a.samples + " through the final model in training mode (batches of the run's size; running "
           "statistics restored afterwards) and in eval mode. The normalisations without batch statistics behave "
           "the same in both modes, so their difference is zero by construction; for BatchNorm it measures how far "
           "the running statistics are from the batch statistics.\n\n";
@@ -522,11 +521,11 @@ void write_outputs(const std::string& dir, const CompareArgs& a, const std::vect
     const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
     write_file_atomic(path("results.csv"), results_csv(a, runs));
     write_file_atomic(path("curves.csv"), curves_csv(a, runs));
-    write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.base.dataset));
-    write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.base.dataset));
+    write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.data_name));
+    write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.data_name));
     write_file_atomic(path("error_vs_batch.svg"),
                       error_chart_svg(error_grid(runs, norms, batches, a.seeds),
-                                      "Test error vs batch size (" + grid_architecture(a) + ", " + a.base.dataset +
+                                      "Test error vs batch size (" + grid_architecture(a) + ", " + a.data_name +
                                           (a.seeds > 1 ? ", mean ± std over " + std::to_string(a.seeds) + " seeds)" : ")")));
     std::string world_section;
     if (!world_runs.empty()) {
@@ -595,15 +594,27 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
     });
     a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
-    const auto train = load_split(a.base, "train");
-    const auto test = load_split(a.base, "test");
-    const auto train_subset = std::make_shared<const Dataset>(take(*train, a.discrepancy_images));
-    a.train_images = train->size();
+    const TaskData data = load_task_data(a.base);
+    Examples train(data.train), test(data.test);
+    a.data_name = a.base.dataset;
+    if (data.table) {
+        // Its measures are accuracies, of training and of evaluation modes.
+        NORMNET_CHECK(data.table->schema.task == data::TableTask::classification, "--data ", a.base.data_dir,
+                      ": compare measures classifications; its target ", data.table->schema.target,
+                      " is a regression (train one run per --norm with normnet train)");
+        train = Examples(data.table->train.inputs, data.table->train.labels);
+        test = Examples(data.table->test.inputs, data.table->test.labels);
+        a.data_name = std::filesystem::path(a.base.data_dir).filename().string();
+        a.samples = "rows";
+        make_task(a.base, data, {})->complete(a.base.model);  // the table's input and class counts
+    }
+    const Examples train_subset = train.first(a.discrepancy_images);
+    a.train_images = train.size();
     // Every run's schedule must fit its batches (--warmup): found now, not after hours of runs.
     for (const auto& norm : norms) {
         for (int64_t batch : batches) {
             const RunConfig c = run_config(a, norm, batch, 0);
-            Trainer(c, make_task(c, {.train = train, .test = test}, {}));
+            Trainer(c, make_task(c, data, {}));
         }
     }
     const std::string dir = a.out.empty() ? "compare" : a.out;
@@ -619,7 +630,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                 dir.c_str());
     std::fflush(stdout);
     // Work of a run ~ its batches; the bar counts training epochs weighted equally.
-    ProgressBar bar("compare", total_runs * a.base.epochs, train->size(), tty);
+    ProgressBar bar("compare", total_runs * a.base.epochs, a.train_images, tty);
     const auto start = std::chrono::steady_clock::now();
     const auto stop = [] { return StopOnSignal::requested() != 0; };
     std::vector<RunResult> runs;
@@ -629,7 +640,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
         for (size_t b = 0; b < batches.size() && !stop(); ++b) {
             for (size_t n = 0; n < norms.size() && !stop(); ++n) {
                 const RunConfig c = run_config(a, norms[n], batches[b], s);
-                Trainer trainer(c, make_task(c, {.train = train, .test = test}, {}));
+                Trainer trainer(c, make_task(c, data, {}));
                 RunResult r;
                 r.norm = norms[n];
                 r.batch = c.batch_size;
@@ -713,7 +724,8 @@ void add_compare_command(CLI::App& app) {
     add_optimizer_options(*cmd, c);
     add_config_option(*cmd, c, "--seed", "First seed");
     add_data_options(*cmd, c);
-    cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images used for the train/eval discrepancy")->capture_default_str();
+    add_table_options(*cmd, c);
+    cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images (or a table's rows) used for the train/eval discrepancy")->capture_default_str();
     cmd->add_option("--world", a->worlds,
                     "Also train every run with these numbers of processes (mpirun -np W children of this program), "
                     "e.g. 1,2,4; the batch size is the global batch")->capture_default_str();

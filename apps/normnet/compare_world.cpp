@@ -50,7 +50,7 @@ std::vector<std::string> train_arguments(const RunConfig& c, const std::string& 
         args.insert(args.end(), {o.flag, o.choices.empty() ? sizes : choice_of(c.model, o).name});
     }
     for (const ConfigField& f : config_fields()) {
-        if (f.flag.empty() || !(f.tasks & c.model.kind().task)) continue;
+        if (f.flag.empty() || !(f.tasks & c.task_bits())) continue;
         std::string value;
         std::visit(
             [&](auto member) {

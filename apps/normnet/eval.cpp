@@ -122,7 +122,7 @@ void run_eval(const EvalArgs& args) {
         }
         if (!args.data_dir.empty()) config.data_dir = args.data_dir;
         const auto data = load_split(config, args.split);
-        e = evaluate(*m.model, *data, spec.classes);
+        e = evaluate(*m.model, data, spec.classes);
         what = str(config.dataset, " ", args.split, ": ", e.count, " images");
         for (int64_t c = 0; c < spec.classes; ++c) names.push_back(std::to_string(c));
         truth.assign(data->labels.begin(), data->labels.end());

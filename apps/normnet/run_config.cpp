@@ -296,8 +296,6 @@ std::string data_hint(const RunConfig& config, const std::string& dir) {
 
 std::shared_ptr<const Dataset> load_split(const RunConfig& config, const std::string& split) {
     const std::string dir = config.resolved_data_dir();
-    NORMNET_CHECK(!config.is_table(), "--data ", dir, ": a table; normnet train trains on tables, normnet compare and "
-                  "bench read image datasets only");
     NORMNET_CHECK(std::filesystem::is_directory(dir), "--data: no dataset folder ", dir, " (", data_hint(config, dir), ")");
     std::shared_ptr<Dataset> data;
     try {

@@ -110,10 +110,27 @@ data::TableSchema table_schema_of(const SafetensorsData& file);
 TaskData load_task_data(const RunConfig& config, bool test = true);
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data, const Replicas& replicas);
 
+/// Labelled examples of a classification, as compare measures them: an image dataset (uint8
+/// pixels, scaled to [0, 1] by its loader) or a table's encoded rows.
+struct Examples {
+    std::shared_ptr<const Dataset> images;
+    Tensor inputs, labels;  // a table's: [rows, features] float32, [rows] int64
+    Examples() = default;
+    Examples(std::shared_ptr<const Dataset> d) : images(std::move(d)) {}  // NOLINT: an image dataset is examples
+    Examples(Tensor x, Tensor y) : inputs(std::move(x)), labels(std::move(y)) {}
+    int64_t size() const;
+    /// Batches in order, as `options` says (shuffle, shards).
+    DataLoader loader(const DataLoaderOptions& options) const;
+    /// The labels as one int64 tensor [size()].
+    Tensor label_tensor() const;
+    /// The first n examples (all of them when n >= size()).
+    Examples first(int64_t n) const;
+};
+
 /// Loss, accuracy and confusion matrix of `model` (of `classes` outputs) in eval mode over `data`;
 /// with num_replicas > 1, over this rank's shard of every batch of batch_size x num_replicas (the
 /// counts, sums and confusion are this rank's part; predictions too).
-Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size = 1000,
+Evaluation evaluate(Module& model, const Examples& data, int64_t classes, int64_t batch_size = 1000,
                     int64_t num_replicas = 1, int64_t rank = 0);
 
 /// "val loss 1.2345 nats (1.781 bits/char)"

@@ -77,7 +77,7 @@ public:
     }
     bool mean_over_rows() const override { return true; }
     Evaluation evaluate(Module& model, const Replicas& r) override {
-        Evaluation e = cli::evaluate(model, *test_, config_.model.classes, 1000, r.world, r.rank);
+        Evaluation e = cli::evaluate(model, test_, config_.model.classes, 1000, r.world, r.rank);
         if (!r.parallel()) return e;
         // Sharded: each rank evaluated its slices; the counts and sums are added up.
         const auto C = static_cast<size_t>(config_.model.classes);
@@ -431,13 +431,30 @@ std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data, c
     return std::make_unique<ImageClassification>(config, data.train, data.test, replicas);
 }
 
-Evaluation evaluate(Module& model, const Dataset& data, int64_t classes, int64_t batch_size, int64_t num_replicas,
+int64_t Examples::size() const { return images ? images->size() : inputs.size(0); }
+
+DataLoader Examples::loader(const DataLoaderOptions& options) const {
+    return images ? DataLoader(images, options) : DataLoader(inputs, labels, options);
+}
+
+Tensor Examples::label_tensor() const {
+    if (!images) return labels;
+    return from_vector(std::vector<int64_t>(images->labels.begin(), images->labels.end()), {images->size()});
+}
+
+Examples Examples::first(int64_t n) const {
+    if (n >= size()) return *this;
+    if (images) return Examples(std::make_shared<const Dataset>(take(*images, n)));
+    return Examples(inputs.narrow(0, 0, n), labels.narrow(0, 0, n));
+}
+
+Evaluation evaluate(Module& model, const Examples& data, int64_t classes, int64_t batch_size, int64_t num_replicas,
                     int64_t rank) {
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
-    auto shared = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});  // borrowed for this call
-    DataLoader loader(shared, DataLoaderOptions{.batch_size = batch_size * num_replicas, .shuffle = false, .num_replicas = num_replicas, .rank = rank});
+    DataLoader loader = data.loader(DataLoaderOptions{.batch_size = batch_size * num_replicas, .shuffle = false,
+                                                      .num_replicas = num_replicas, .rank = rank});
     Evaluation e;
     e.confusion.assign(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
     double loss_sum = 0.0;
