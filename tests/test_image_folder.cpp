@@ -1,11 +1,6 @@
 // Tests of image folders: PNG and JPEG files written here (grey and RGB) read back by class, the
 // channels and size chosen or asked for, a test split read with its training split's classes, and
 // every malformed folder or file rejected with a message naming it.
-#include <cstdio>  // before jpeglib.h, which needs FILE and size_t
-
-#include <jpeglib.h>
-#include <png.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -14,52 +9,18 @@
 
 #include "normnet/error.hpp"
 #include "normnet/image_folder.hpp"
+#include "image_files.hpp"
 #include "test_helpers.hpp"
 
 using Catch::Matchers::Contains;
 using namespace normnet;
 using namespace normnet::data;
 using normnet::test::ScratchDir;
+using normnet::test::write_jpeg;
+using normnet::test::write_png;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A PNG of h x w pixels of `channels` (1 or 3) interleaved values.
-void write_png(const fs::path& path, int64_t h, int64_t w, int channels, const std::vector<uint8_t>& pixels) {
-    fs::create_directories(path.parent_path());
-    png_image image{};
-    image.version = PNG_IMAGE_VERSION;
-    image.width = png_uint_32(w);
-    image.height = png_uint_32(h);
-    image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-    REQUIRE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr) != 0);
-}
-
-// A JPEG of h x w grey pixels at the best quality (values come back within a few levels).
-void write_jpeg(const fs::path& path, int64_t h, int64_t w, const std::vector<uint8_t>& pixels) {
-    fs::create_directories(path.parent_path());
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    REQUIRE(f != nullptr);
-    jpeg_compress_struct info{};
-    jpeg_error_mgr error{};
-    info.err = jpeg_std_error(&error);
-    jpeg_create_compress(&info);
-    jpeg_stdio_dest(&info, f);
-    info.image_width = JDIMENSION(w);
-    info.image_height = JDIMENSION(h);
-    info.input_components = 1;
-    info.in_color_space = JCS_GRAYSCALE;
-    jpeg_set_defaults(&info);
-    jpeg_set_quality(&info, 100, TRUE);
-    jpeg_start_compress(&info, TRUE);
-    for (int64_t y = 0; y < h; ++y) {
-        JSAMPROW row = const_cast<uint8_t*>(pixels.data() + y * w);
-        jpeg_write_scanlines(&info, &row, 1);
-    }
-    jpeg_finish_compress(&info);
-    jpeg_destroy_compress(&info);
-    std::fclose(f);
-}
 
 std::vector<uint8_t> ramp(size_t n, uint8_t start) {
     std::vector<uint8_t> v(n);

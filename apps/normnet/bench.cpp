@@ -120,8 +120,8 @@ void run_bench(BenchArgs& a, const CLI::App& cmd) {
     a.base.threads = threads_per_rank(a.base.threads, replicas);
     set_num_threads(a.base.threads);
     const TaskData data = load_task_data(a.base, false);  // bench only trains: no test split to read
-    // A table sizes the model's inputs and outputs; the floor below needs them.
-    if (data.table) make_task(a.base, data, replicas)->complete(a.base.model);
+    // A table or an image folder sizes the model's inputs and outputs; the floor below needs them.
+    make_task(a.base, data, replicas)->complete(a.base.model);
     const int64_t samples = data.table ? data.table->train.inputs.size(0) : data.train->size();
     const bool report = replicas.leader();
     if (!a.json && report) {
@@ -226,7 +226,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--warmup-epochs", a->warmup, "Untimed epochs before timing")->capture_default_str();
     cmd->add_option("--epochs,--repeats", a->repeats, "Timed epochs (the median is reported)")->capture_default_str();
     add_data_options(*cmd, c);
-    add_table_options(*cmd, c);
+    add_own_data_options(*cmd, c);
     cmd->add_flag("--json", a->json, "One JSON object per line instead of the table");
     cmd->add_flag("--profile", a->profile,
                   "Also print rank 0's milliseconds per step in data, forward, backward, allreduce, optimizer and "

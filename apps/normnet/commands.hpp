@@ -85,8 +85,9 @@ ModelSpec model_from_options(const ModelArgs& m, const CLI::App& cmd, const Mode
 
 /// --dataset, --data, --limit and --threads into c.
 void add_data_options(CLI::App& cmd, RunConfig& c);
-/// --target, --task, --test, --loss, --delimiter and --val-fraction: a table's.
-void add_table_options(CLI::App& cmd, RunConfig& c);
+/// The options of the user's own data: a table's --target, --task, --test, --loss and --delimiter,
+/// an image folder's --image-size, and --val-fraction for both.
+void add_own_data_options(CLI::App& cmd, RunConfig& c);
 /// --optimizer, --momentum, --weight-decay, --schedule, --warmup and --clip into c (not --lr,
 /// whose meaning differs between train and compare).
 void add_optimizer_options(CLI::App& cmd, RunConfig& c);

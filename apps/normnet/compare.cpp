@@ -606,8 +606,11 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
         test = Examples(data.table->test.inputs, data.table->test.labels);
         a.data_name = std::filesystem::path(a.base.data_dir).filename().string();
         a.samples = "rows";
-        make_task(a.base, data, {})->complete(a.base.model);  // the table's input and class counts
+    } else if (!data.classes.empty()) {  // an image folder
+        a.data_name = std::filesystem::path(a.base.data_dir).filename().string();
     }
+    // A table or an image folder sizes the model: its inputs (image shape) and classes.
+    make_task(a.base, data, {})->complete(a.base.model);
     const Examples train_subset = train.first(a.discrepancy_images);
     a.train_images = train.size();
     // Every run's schedule must fit its batches (--warmup): found now, not after hours of runs.
@@ -724,7 +727,7 @@ void add_compare_command(CLI::App& app) {
     add_optimizer_options(*cmd, c);
     add_config_option(*cmd, c, "--seed", "First seed");
     add_data_options(*cmd, c);
-    add_table_options(*cmd, c);
+    add_own_data_options(*cmd, c);
     cmd->add_option("--discrepancy-images", a->discrepancy_images, "Training images (or a table's rows) used for the train/eval discrepancy")->capture_default_str();
     cmd->add_option("--world", a->worlds,
                     "Also train every run with these numbers of processes (mpirun -np W children of this program), "

@@ -2,6 +2,7 @@
 // loss with accuracy and confusion matrix (classification) or RMSE, MAE and R^2 (regression), as
 // text or as one JSON object.
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -61,6 +62,28 @@ void print_json(const Evaluation& e, const std::vector<std::string>& names) {
     std::printf("%s\n", j.dump().c_str());
 }
 
+// An image-folder run's images to measure: --data DIR's (a folder with train/ and test/, or one of
+// class folders), else its run's own split, in the checkpoint's classes and image shape.
+std::shared_ptr<const Dataset> image_folder_split(const EvalArgs& args, RunConfig config, const ImagesMetadata& images) {
+    namespace fs = std::filesystem;
+    if (!args.data_dir.empty()) config.data_dir = args.data_dir;
+    config.image_size = str(images.height, "x", images.width);
+    if (!config.is_image_folder()) {  // a folder of class folders: all of it is measured
+        const data::ImageFolder folder = data::read_image_folder(
+            config.data_dir, data::ImageFolderOptions{.height = images.height, .width = images.width,
+                                                      .channels = static_cast<int>(images.channels), .classes = images.classes});
+        auto d = std::make_shared<Dataset>(folder.dataset);
+        if (config.limit > 0 && config.limit < d->size()) *d = take(*d, config.limit);
+        return d;
+    }
+    const TaskData d = load_task_data(config);
+    NORMNET_CHECK(d.classes == images.classes, "--data ", config.data_dir, ": its classes are not the checkpoint's (",
+                  d.classes.size(), " against ", images.classes.size(), ")");
+    NORMNET_CHECK(d.train->images.channels == images.channels, "--data ", config.data_dir, ": ", d.train->images.channels,
+                  "-channel images, the model takes ", images.channels);
+    return args.split == "train" ? d.train : d.test;
+}
+
 // A table run's rows to measure: --data's file whole, or the run's own held-out (or training) rows.
 struct TableRows {
     data::EncodedTable rows;
@@ -115,6 +138,13 @@ void run_eval(const EvalArgs& args) {
         what = str(t.what, ": ", e.count, " rows");
         names = schema.classes;
         if (t.rows.labels.defined()) truth.assign(t.rows.labels.data_ptr<int64_t>(), t.rows.labels.data_ptr<int64_t>() + e.count);
+    } else if (const std::optional<ImagesMetadata> images = images_metadata_of(checkpoint)) {
+        NORMNET_CHECK(args.dataset.empty(), "--dataset: ", path, " was trained on an image folder; give one with --data DIR");
+        const std::shared_ptr<const Dataset> data = image_folder_split(args, config, *images);
+        e = evaluate(*m.model, data, spec.classes);
+        what = str(args.data_dir.empty() ? config.data_dir : args.data_dir, " ", args.split, ": ", e.count, " images");
+        names = images->classes;
+        truth.assign(data->labels.begin(), data->labels.end());
     } else {
         if (!args.dataset.empty()) {
             config.dataset = args.dataset;

@@ -19,9 +19,10 @@ struct ModelKind;
 
 /// What kind of problem a run learns, which decides its data, loss, metrics and options: bits,
 /// so that an option can belong to several.
-enum TaskKind : unsigned { kClassification = 1, kLanguageModel = 2, kAnyTask = 3, kTable = 4 };
-// kTable marks the options of a table run (--data FILE.csv): the MLP's classification or regression
-// of a CSV file's rows; it adds to kClassification, the MLP's task.
+enum TaskKind : unsigned { kClassification = 1, kLanguageModel = 2, kAnyTask = 3, kOwnData = 4 };
+// kOwnData marks the options of runs on the user's own files: a table (--data FILE.csv, the MLP's
+// classification or regression of its rows) or an image folder (--data DIR with DIR/train/<class>/);
+// it adds to kClassification.
 
 struct ModelSpec {
     std::string type = "mlp";

@@ -1,6 +1,7 @@
 // `normnet predict`: a trained model applied to new inputs, with the preprocessing its checkpoint
 // keeps: the rows of a CSV file (a table run's schema: columns by name, the target column may be
-// there or not) or image files (an image run's 28 x 28 grey input, resized when they differ). It
+// there or not) or image files (resized to the model's image shape: an image folder's, or MNIST's
+// 28 x 28 grey). It
 // writes one CSV row per input: its row number or file name, the prediction (the class name, or
 // the regression's value), and a probability column per class.
 #include <algorithm>
@@ -50,10 +51,10 @@ bool is_image_file(const fs::path& p) {
 }
 
 Predictions predict_images(const ModelFile& m, const std::string& input) {
-    // The command line's image models read MNIST's layout: 1 x 28 x 28, pixels scaled to [0, 1].
-    constexpr int64_t kSide = 28;
-    NORMNET_CHECK(m.spec.inputs == kSide * kSide, "--checkpoint ", m.file.path, ": a model of ", m.spec.inputs,
-                  " inputs, not of 28 x 28 images");
+    // An image-folder run's shape, or MNIST's layout: 1 x 28 x 28; pixels scaled to [0, 1].
+    const ImagesMetadata shape = images_metadata_of(m.file).value_or(ImagesMetadata{});
+    NORMNET_CHECK(m.spec.inputs == shape.channels * shape.height * shape.width, "--checkpoint ", m.file.path, ": a model of ",
+                  m.spec.inputs, " inputs, not of ", shape.channels, " x ", shape.height, " x ", shape.width, " images");
     std::vector<std::string> files;
     Predictions p;
     p.key = "file";
@@ -68,8 +69,8 @@ Predictions predict_images(const ModelFile& m, const std::string& input) {
         files.push_back(input);
         p.names.push_back(input);
     }
-    const ImageSet images = data::read_images(files, 1, kSide, kSide);
-    Tensor x = zeros({images.count, kSide * kSide});
+    const ImageSet images = data::read_images(files, static_cast<int>(shape.channels), shape.height, shape.width);
+    Tensor x = zeros({images.count, m.spec.inputs});
     for (size_t i = 0; i < images.pixels.size(); ++i) x.data()[i] = static_cast<float>(images.pixels[i]) / 255.0f;
     NoGradGuard no_grad;
     m.model->eval();
@@ -114,6 +115,8 @@ void run_predict(const PredictArgs& args) {
     std::vector<std::string> classes;
     if (table) {
         classes = table_schema_of(m.file).classes;  // empty for a regression
+    } else if (const auto images = images_metadata_of(m.file)) {
+        classes = images->classes;
     } else {
         for (int64_t c = 0; c < m.spec.classes; ++c) classes.push_back(std::to_string(c));
     }

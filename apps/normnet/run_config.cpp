@@ -69,7 +69,7 @@ std::string choices_text(const std::vector<std::string>& names) {
 
 const std::vector<ConfigField>& config_fields() {
     using R = RunConfig;
-    constexpr unsigned C = kClassification, L = kLanguageModel, A = kAnyTask, T = kTable;
+    constexpr unsigned C = kClassification, L = kLanguageModel, A = kAnyTask, T = kOwnData;
     static const std::vector<ConfigField> table{
         {"dataset", "--dataset", "mnist or fashion-mnist", &R::dataset, dataset_names(), C},
         {"data_dir", "--data", "Dataset folder (default: data/mnist, or /usr/share/datasets/fashion-mnist)", &R::data_dir, {}, C},
@@ -80,7 +80,10 @@ const std::vector<ConfigField>& config_fields() {
         {"test", "--test", "A CSV file of a table's test rows (default: --val-fraction of --data's rows)", &R::test, {}, T},
         {"loss", "--loss", "A regression's loss: mse or huber", &R::loss, {"mse", "huber"}, T},
         {"delimiter", "--delimiter", "A table's field delimiter (one character)", &R::delimiter, {}, T},
-        {"val_fraction", "--val-fraction", "Share of a table's rows held out without --test (seeded, stratified)",
+        {"image_size", "--image-size", "An image folder's images resized to HxW (default: their own size, the same for all)",
+         &R::image_size, {}, T},
+        {"val_fraction", "--val-fraction", "Share of a table's rows (or an image folder's images) held out without --test "
+         "(or test/) (seeded, stratified)",
          &R::val_fraction, {}, L | T, "Share of the corpus's records held out for validation"},
         {"model", "", "", ConfigMember{}, {}, A},  // the architecture, in ModelSpec's own JSON (no member)
         {"steps", "--steps", "Optimizer steps", &R::steps, {}, L},
@@ -141,7 +144,35 @@ bool RunConfig::is_table() const {
     return std::filesystem::is_regular_file(data_dir, ec);
 }
 
-unsigned RunConfig::task_bits() const { return model.kind().task | (is_table() ? kTable : 0u); }
+std::pair<int64_t, int64_t> parse_image_size(const std::string& text) {
+    const size_t x = text.find('x');
+    int64_t h = 0, w = 0;
+    try {
+        size_t used_h = 0, used_w = 0;
+        if (x != std::string::npos) {
+            h = std::stoll(text.substr(0, x), &used_h);
+            w = std::stoll(text.substr(x + 1), &used_w);
+        }
+        NORMNET_CHECK(x != std::string::npos && used_h == x && used_w == text.size() - x - 1, "");
+    } catch (const std::exception&) {
+        fail("--image-size: expected HxW (e.g. 32x32), got '", text, "'");
+    }
+    NORMNET_CHECK(h >= 1 && w >= 1 && h <= 4096 && w <= 4096, "--image-size: each side must be in [1, 4096], got '", text, "'");
+    return {h, w};
+}
+
+bool RunConfig::is_image_folder() const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (data_dir.empty() || !fs::is_directory(fs::path(data_dir) / "train", ec)) return false;
+    for (const char* idx : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"})
+        if (fs::exists(fs::path(data_dir) / idx, ec)) return false;
+    return true;
+}
+
+unsigned RunConfig::task_bits() const {
+    return model.kind().task | (is_table() || is_image_folder() ? kOwnData : 0u);
+}
 
 std::string RunConfig::to_json() const {
     nlohmann::ordered_json j;
@@ -175,7 +206,7 @@ RunConfig RunConfig::from_json(const std::string& text, const std::string& where
         }
         for (const ConfigField& f : config_fields()) {
             // A table's fields follow data_dir, so that it is known by then whether this is one.
-            if (!(f.tasks & (task | (c.is_table() ? kTable : 0u))) || f.key == "model") continue;
+            if (!(f.tasks & (task | (c.is_table() || c.is_image_folder() ? kOwnData : 0u))) || f.key == "model") continue;
             std::visit([&](auto member) { read_field(j, f.key, c.*member); }, f.member);
         }
     } catch (const std::exception& e) {
@@ -201,6 +232,7 @@ void RunConfig::validate() const {
         NORMNET_CHECK(!recompute || !model.norm.batch_statistics(), "--recompute: not with --norm batch (its running "
                       "statistics would be updated twice per step)");
     } else if (is_table()) {
+        NORMNET_CHECK(image_size.empty(), "--image-size: applies to an image folder, not to the table ", data_dir);
         NORMNET_CHECK(model.type == "mlp", "--model ", model.type, ": a table (--data ", data_dir, ") trains the mlp");
         NORMNET_CHECK(task == "auto" || task == "classification" || task == "regression",
                       "--task: expected auto, classification or regression, got '", task, "'");
@@ -214,6 +246,13 @@ void RunConfig::validate() const {
         for (const auto& [flag, given] : {std::pair{"--target", !target.empty()}, {"--test", !test.empty()},
                                           {"--task", task != "auto"}, {"--loss", loss != "mse"}, {"--delimiter", delimiter != ","}})
             NORMNET_CHECK(!given, flag, ": applies to a table (--data FILE.csv), not to ", data_dir.empty() ? dataset : data_dir);
+        if (is_image_folder()) {
+            NORMNET_CHECK(val_fraction > 0 && val_fraction < 1, "--val-fraction: must be in (0, 1), got ", val_fraction);
+            if (!image_size.empty()) (void)parse_image_size(image_size);
+        } else {
+            NORMNET_CHECK(image_size.empty(), "--image-size: applies to an image folder (--data DIR with DIR/train/<class>/), "
+                          "not to ", data_dir.empty() ? dataset : data_dir);
+        }
         NORMNET_CHECK(known(dataset_names(), dataset), "--dataset: unknown dataset '", dataset, "' (expected ",
                       choices_text(dataset_names()), ")");
         NORMNET_CHECK(epochs > 0 && epochs <= kMaxEpochs, "--epochs: must be in [1, ", kMaxEpochs, "], got ", epochs);
@@ -251,7 +290,16 @@ void RunConfig::validate() const {
     for (const ModelOption& o : kind.options) {
         if (where.empty()) where = o.flag;
     }
-    model.validate(where);
+    // An image folder's images give the model's image size: --image-size's, or (unknown until they
+    // are read) their own, which the Trainer checks once the task has sized the model.
+    ModelSpec sized = model;
+    const bool unsized = is_image_folder() && image_size.empty() && sized.sizes.count("image");
+    if (is_image_folder() && !image_size.empty() && sized.sizes.count("image")) {
+        const auto [h, w] = parse_image_size(image_size);
+        sized.sizes["image"] = {sized.size("image").front(), h, w};
+        sized.inputs = sized.size("image").front() * h * w;
+    }
+    if (!unsized) sized.validate(where);
     // An LM's batch is of windows of `context` positions: BatchNorm normalises over all of them.
     const int64_t positions = lm ? batch_size * model.scalar("context") : batch_size;
     NORMNET_CHECK(!model.norm.batch_statistics() || positions >= 2, "--batch-size ", batch_size, ": ", model.norm.label(),

@@ -31,6 +31,8 @@ struct RunConfig {
     std::string test;             // a CSV file of test rows; empty: val_fraction of --data's rows
     std::string loss = "mse";     // regression: mse | huber
     std::string delimiter = ",";  // one character
+    // An image folder: --data DIR holding train/<class>/ (and test/<class>/).
+    std::string image_size;  // "HxW": every image resized to it; empty: their own (one) size
     ModelSpec model;
     int64_t steps = 0;  // the run's length in optimizer steps; 0: in epochs
     int64_t epochs = 20;
@@ -74,9 +76,14 @@ struct RunConfig {
     bool counts_steps() const;
     /// True when --data names a table: a .csv or .tsv file (or its .gz), or any regular file.
     bool is_table() const;
-    /// The model's task bits, with kTable for a table run: the config fields this run has.
+    /// True when --data names a folder of images by class (DIR/train/<class>/...), not IDX files.
+    bool is_image_folder() const;
+    /// The model's task bits, with kOwnData for a table or an image folder: the config fields this run has.
     unsigned task_bits() const;
 };
+
+/// --image-size's "HxW" as (height, width), each in [1, 4096]; a usage error otherwise.
+std::pair<int64_t, int64_t> parse_image_size(const std::string& text);
 
 /// The optimizers the command line knows (--optimizer), as one table: parsing, help and
 /// building read it; adding one is one row in run_config.cpp.

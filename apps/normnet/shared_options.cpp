@@ -35,7 +35,7 @@ CLI::Option* add_config_option(CLI::App& cmd, RunConfig& c, const std::string& f
 
 void refuse_other_tasks_options(const CLI::App& cmd, const ModelKind& model) {
     // A classifier's options include a table's: RunConfig::validate says when the data is no table.
-    const unsigned task = model.task | ((model.task & kClassification) ? kTable : 0u);
+    const unsigned task = model.task | ((model.task & kClassification) ? kOwnData : 0u);
     for (const ConfigField& f : config_fields()) {
         if (f.flag.empty() || (f.tasks & task) || cmd.get_option_no_throw(f.flag) == nullptr || cmd.count(f.flag) == 0) {
             continue;
@@ -53,9 +53,9 @@ void add_data_options(CLI::App& cmd, RunConfig& c) {
     for (const char* flag : {"--dataset", "--data", "--limit", "--threads"}) add_config_option(cmd, c, flag);
 }
 
-void add_table_options(CLI::App& cmd, RunConfig& c) {
-    // RunConfig::validate refuses them for image data.
-    for (const char* flag : {"--target", "--task", "--test", "--loss", "--delimiter", "--val-fraction"})
+void add_own_data_options(CLI::App& cmd, RunConfig& c) {
+    // RunConfig::validate refuses each where it does not apply (IDX data, a table, an image folder).
+    for (const char* flag : {"--target", "--task", "--test", "--loss", "--delimiter", "--val-fraction", "--image-size"})
         if (cmd.get_option_no_throw(flag) == nullptr) add_config_option(cmd, c, flag);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,9 +88,20 @@ struct TableData {
 
 struct TaskData {
     std::shared_ptr<const Dataset> train{}, test{};  // images
+    std::vector<std::string> classes{};              // an image folder's class names (IDX: none)
+    std::string images_text{};                       // an image folder's description, for the first line
     std::shared_ptr<const TextCorpus> corpus{};      // text
     std::shared_ptr<const TableData> table{};        // a table
 };
+/// The checkpoint metadata key of an image-folder run: its class names and image shape.
+inline constexpr const char* kImagesMetadata = "normnet.images";
+/// The class names and image shape an image-folder checkpoint keeps (kImagesMetadata).
+struct ImagesMetadata {
+    std::vector<std::string> classes;
+    int64_t channels = 1, height = 28, width = 28;
+};
+/// The image-folder metadata of a model file, or nothing (an IDX run's: MNIST's layout, classes 0-9).
+std::optional<ImagesMetadata> images_metadata_of(const SafetensorsData& file);
 /// The checkpoint metadata key of a table run's schema.
 inline constexpr const char* kTableMetadata = "normnet.table";
 /// A table run's data: --data's rows split into training and held-out rows (or --test's), the

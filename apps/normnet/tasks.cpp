@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <numbers>
 
 #include "checkpoint_metadata.hpp"
@@ -44,16 +45,37 @@ DataLoaderOptions loader_options(const RunConfig& c, int64_t size, const Replica
 
 class ImageClassification final : public Task {
 public:
-    ImageClassification(const RunConfig& c, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
-                        const Replicas& r)
-        : config_(c), train_(std::move(train)), test_(std::move(test)), loader_(train_, loader_options(c, train_->size(), r)),
-          it_(loader_.end()) {
+    ImageClassification(const RunConfig& c, const TaskData& d, const Replicas& r)
+        : config_(c), train_(d.train), test_(d.test), classes_(d.classes), text_(d.images_text),
+          loader_(train_, loader_options(c, train_->size(), r)), it_(loader_.end()) {
         if (loader_.num_batches() == 0) {
             throw UsageError(str("--limit ", c.limit, ": ", train_->size(),
                                  " training image(s) give no batch of at least 2 for BatchNorm (use a larger --limit)"));
         }
     }
-    void complete(ModelSpec&) const override {}
+    // An image folder sizes the model: its classes, and its images' channels and size.
+    void complete(ModelSpec& spec) const override {
+        if (classes_.empty()) return;  // IDX: MNIST's layout, 10 classes
+        const ImageSet& im = train_->images;
+        spec.classes = static_cast<int64_t>(classes_.size());
+        spec.inputs = im.channels * im.rows * im.cols;
+        if (spec.sizes.count("image")) spec.sizes["image"] = {im.channels, im.rows, im.cols};
+    }
+    void save(CheckpointContents& c) const override {
+        if (classes_.empty()) return;
+        const ImageSet& im = train_->images;
+        c.model_metadata[kImagesMetadata] =
+            Json{{"classes", classes_}, {"channels", im.channels}, {"height", im.rows}, {"width", im.cols}}.dump();
+    }
+    void check_resume(const LoadedCheckpoint& c) const override {
+        if (classes_.empty()) return;
+        const std::optional<ImagesMetadata> saved = images_metadata_of(c.model);
+        const ImageSet& im = train_->images;
+        NORMNET_CHECK(saved && saved->classes == classes_ && saved->channels == im.channels && saved->height == im.rows &&
+                          saved->width == im.cols,
+                      "--resume ", c.model.path, ": ", config_.data_dir, " gives other classes or another image shape than "
+                      "the checkpoint's; resume on the folder it was trained on");
+    }
     int64_t steps_per_epoch() const override { return loader_.num_batches(); }
     int64_t total_steps() const override { return config_.epochs * loader_.num_batches(); }
     void start_epoch(int64_t epoch, int64_t first) override {
@@ -95,6 +117,7 @@ public:
         return e;
     }
     std::string data_text() const override {
+        if (!text_.empty()) return text_;
         return str(config_.dataset, " (", train_->size(), " train / ", test_ ? test_->size() : 0, " test images)");
     }
     std::string rows_name() const override { return "images"; }
@@ -103,6 +126,8 @@ public:
 private:
     RunConfig config_;
     std::shared_ptr<const Dataset> train_, test_;
+    std::vector<std::string> classes_;  // an image folder's
+    std::string text_;
     DataLoader loader_;
     DataLoader::Iterator it_;
     int64_t index_ = 0;
@@ -412,12 +437,86 @@ private:
 
 }  // namespace
 
+namespace {
+
+// The images of `d` at `indices`, in that order.
+std::shared_ptr<const Dataset> take_images(const Dataset& d, const std::vector<int64_t>& indices) {
+    auto out = std::make_shared<Dataset>();
+    out->images = {.count = static_cast<int64_t>(indices.size()), .rows = d.images.rows, .cols = d.images.cols, .pixels = {},
+                   .channels = d.images.channels};
+    out->num_classes = d.num_classes;
+    const int64_t n = d.features();
+    for (const int64_t i : indices) {
+        out->images.pixels.insert(out->images.pixels.end(), d.images.pixels.begin() + i * n, d.images.pixels.begin() + (i + 1) * n);
+        out->labels.push_back(d.labels[static_cast<size_t>(i)]);
+    }
+    return out;
+}
+
+// DIR/train/<class>/ (and DIR/test/<class>/, or --val-fraction of train's images, stratified),
+// every image resized to --image-size or to the first training image's size.
+void load_image_folder(const RunConfig& c, TaskData& d) {
+    namespace fs = std::filesystem;
+    const fs::path root(c.data_dir);
+    auto options = data::ImageFolderOptions();
+    if (!c.image_size.empty()) std::tie(options.height, options.width) = parse_image_size(c.image_size);
+    data::ImageFolder train = data::read_image_folder((root / "train").string(), options);
+    const ImageSet& im = train.dataset.images;
+    std::shared_ptr<const Dataset> test;
+    std::string split;
+    if (fs::is_directory(root / "test")) {
+        // The test images in the training images' classes, channels and size.
+        options.height = im.rows, options.width = im.cols;
+        options.channels = static_cast<int>(im.channels);
+        options.classes = train.classes;
+        test = std::make_shared<const Dataset>(data::read_image_folder((root / "test").string(), options).dataset);
+        split = "test";
+    } else {
+        const std::vector<int64_t> labels(train.dataset.labels.begin(), train.dataset.labels.end());
+        const auto [kept, held] = data::holdout_split(train.dataset.size(), c.val_fraction, c.seed, labels);
+        test = take_images(train.dataset, held);
+        train.dataset = *take_images(train.dataset, kept);
+        split = "held-out";
+    }
+    std::shared_ptr<const Dataset> training = std::make_shared<const Dataset>(std::move(train.dataset));
+    if (c.limit > 0 && c.limit < training->size()) training = std::make_shared<const Dataset>(take(*training, c.limit));
+    if (c.limit > 0 && c.limit < test->size()) test = std::make_shared<const Dataset>(take(*test, c.limit));
+    d.images_text = str(c.data_dir, " (", training->size(), " train / ", test->size(), " ", split, " images, ",
+                        train.classes.size(), " classes, ", im.channels, "x", im.rows, "x", im.cols, ")");
+    d.train = std::move(training);
+    d.test = std::move(test);
+    d.classes = std::move(train.classes);
+}
+
+}  // namespace
+
+std::optional<ImagesMetadata> images_metadata_of(const SafetensorsData& file) {
+    const auto it = file.metadata.find(kImagesMetadata);
+    if (it == file.metadata.end()) return std::nullopt;
+    ImagesMetadata m;
+    try {
+        const Json j = Json::parse(it->second);
+        m.classes = j.at("classes").get<std::vector<std::string>>();
+        m.channels = j.at("channels").get<int64_t>();
+        m.height = j.at("height").get<int64_t>();
+        m.width = j.at("width").get<int64_t>();
+    } catch (const std::exception& e) {
+        fail(file.path, ": malformed ", kImagesMetadata, " metadata: ", e.what());
+    }
+    NORMNET_CHECK(!m.classes.empty() && (m.channels == 1 || m.channels == 3) && m.height >= 1 && m.width >= 1 &&
+                      m.height <= 4096 && m.width <= 4096,
+                  file.path, ": ", kImagesMetadata, " metadata out of range");
+    return m;
+}
+
 TaskData load_task_data(const RunConfig& config, bool test) {
     TaskData d;
     if (config.model.kind().task == kLanguageModel) {
         d.corpus = std::make_shared<const TextCorpus>(load_text_corpus(config.text, {.val_fraction = config.val_fraction}));
     } else if (config.is_table()) {
         d.table = load_table(config);
+    } else if (config.is_image_folder()) {
+        load_image_folder(config, d);
     } else {
         d.train = load_split(config, "train");
         if (test) d.test = load_split(config, "test");
@@ -428,7 +527,7 @@ TaskData load_task_data(const RunConfig& config, bool test) {
 std::unique_ptr<Task> make_task(const RunConfig& config, const TaskData& data, const Replicas& replicas) {
     if (config.model.kind().task == kLanguageModel) return std::make_unique<LanguageModel>(config, data.corpus, replicas);
     if (data.table) return std::make_unique<TablePrediction>(config, data.table, replicas);
-    return std::make_unique<ImageClassification>(config, data.train, data.test, replicas);
+    return std::make_unique<ImageClassification>(config, data, replicas);
 }
 
 int64_t Examples::size() const { return images ? images->size() : inputs.size(0); }

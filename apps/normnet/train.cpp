@@ -291,7 +291,7 @@ void add_train_command(CLI::App& app) {
         "train", "Train a model on MNIST or Fashion-MNIST (default: the seed MLP 784-300-100-10 with LayerNorm on MNIST; "
                  "--model cnn: the CNN with BatchNorm on Fashion-MNIST), or --model lm on a text corpus");
     add_data_options(*cmd, c);
-    add_table_options(*cmd, c);
+    add_own_data_options(*cmd, c);
     add_model_options(*cmd, args->model);
     std::string norms;
     for (const Norm& n : Norm::all()) norms += "; " + n.name() + ": " + n.description();

@@ -219,6 +219,7 @@ Trainer::Trainer(const RunConfig& config, std::unique_ptr<Task> task, const Repl
     : config_(config), task_(std::move(task)), replicas_(replicas) {
     task_->complete(config_.model);
     config_.validate();
+    config_.model.validate("--data " + config_.resolved_data_dir());  // as its data sized it (an image folder's images)
     // The same seed gives the same initial weights whatever the normalisation: the norm layers
     // draw no random numbers.
     manual_seed(config_.seed);
