@@ -283,35 +283,48 @@ private:
 }  // namespace
 
 std::shared_ptr<const TableData> load_table(const RunConfig& c) {
+    // Memory: the parsed table and one float32 matrix of it at most, besides the final splits'
+    // copies of that matrix: each table is released as soon as it is encoded.
     auto d = std::make_shared<TableData>();
     const auto csv = data::CsvOptions().delimiter(c.delimiter.at(0));
     data::Table rows = data::read_csv(c.data_dir, csv);
     std::optional<data::TableTask> task;
     if (c.task != "auto") task = data::parse_table_task(c.task);
-    data::Table train, test;
-    std::string reason;  // why the task was chosen, from all rows before the split
+    int64_t train_rows = rows.rows, test_rows = 0;
     if (!c.test.empty()) {
-        train = std::move(rows);
-        test = data::read_csv(c.test, csv);
+        d->schema = data::fit_table_schema(rows, c.target, task);
+        d->train = data::encode_table(d->schema, rows);
+        rows = {};
+        const data::Table test = data::read_csv(c.test, csv);
+        test_rows = test.rows;
+        d->test = data::encode_table(d->schema, test);
     } else {
         // Held out before anything is fitted, so that no statistic of the held-out rows leaks in;
-        // stratified by class for classification (the schema of all rows only says what the classes are).
+        // stratified by class for classification (the schema of all rows only says what the classes
+        // are: its labels, encoded without the features).
         const data::TableSchema all = data::fit_table_schema(rows, c.target, task);
         std::vector<int64_t> strata;
         if (all.task == data::TableTask::classification) {
-            const Tensor labels = data::encode_table(all, rows).labels;
+            data::TableSchema target_only = all;
+            target_only.features.clear();
+            const Tensor labels = data::encode_table(target_only, rows).labels;
             strata.assign(labels.data_ptr<int64_t>(), labels.data_ptr<int64_t>() + labels.numel());
         }
         const auto [kept, held] = data::holdout_split(rows.rows, c.val_fraction, c.seed, strata);
-        train = data::take_rows(rows, kept);
-        test = data::take_rows(rows, held);
-        task = all.task;
-        reason = all.task_reason;
+        d->schema = data::fit_table_schema(data::take_rows(rows, kept), c.target, all.task);
+        d->schema.task_reason = all.task_reason;
+        const data::EncodedTable encoded = data::encode_table(d->schema, rows);
+        rows = {};
+        const auto select = [&](const std::vector<int64_t>& indices) {
+            const Tensor index = from_vector(indices, {static_cast<int64_t>(indices.size())});
+            const auto pick = [&](const Tensor& x) { return x.defined() ? x.index_select(0, index).contiguous() : x; };
+            return data::EncodedTable{pick(encoded.inputs), pick(encoded.labels), pick(encoded.targets)};
+        };
+        d->train = select(kept);
+        d->test = select(held);
+        train_rows = static_cast<int64_t>(kept.size());
+        test_rows = static_cast<int64_t>(held.size());
     }
-    d->schema = data::fit_table_schema(train, c.target, task);
-    if (!reason.empty()) d->schema.task_reason = reason;
-    d->train = data::encode_table(d->schema, train);
-    d->test = data::encode_table(d->schema, test);
     NORMNET_CHECK(d->test.labels.defined() || d->test.targets.defined(), "--test ", c.test, ": no column \"",
                   d->schema.target, "\" (the target)");
     const data::TableSchema& t = d->schema;
@@ -319,8 +332,8 @@ std::shared_ptr<const TableData> load_table(const RunConfig& c) {
                                   ? str("classification of ", t.target, " into ", t.classes.size(), " classes")
                                   : str("regression of ", t.target)) +
                              (c.task == "auto" ? " (" + t.task_reason + ")" : "");
-    d->text = c.test.empty() ? str(c.data_dir, " (", train.rows, " training / ", test.rows, " held-out rows, ", what, ")")
-                             : str(c.data_dir, " (", train.rows, " rows) and ", c.test, " (", test.rows, " rows), ", what);
+    d->text = c.test.empty() ? str(c.data_dir, " (", train_rows, " training / ", test_rows, " held-out rows, ", what, ")")
+                             : str(c.data_dir, " (", train_rows, " rows) and ", c.test, " (", test_rows, " rows), ", what);
     return d;
 }
 
