@@ -25,6 +25,7 @@ libtorch_lm`, with libtorch-dev installed) and Debian's python3-torch.
 Standard library only.
 """
 import argparse
+import collections
 import os
 import pathlib
 import re
@@ -529,16 +530,19 @@ def ci(ctx):
     log(f"$ {cmd}   (in {clone})")
     start = last = time.monotonic()
     stages, stage = [], "start"
+    tail = collections.deque(maxlen=80)  # shown if it fails: the clone is removed with the scratch folder
     proc = subprocess.Popen([str(clone / ".ci" / "run")], cwd=clone, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     for line in proc.stdout:
+        tail.append(line)
         if line.startswith("== "):
             now = time.monotonic()
             stages.append((stage, now - last))
             stage, last = line[3:].strip(), now
     stages.append((stage, time.monotonic() - last))
     if proc.wait() != 0:
-        raise SystemExit(f"generate: .ci/run failed with exit status {proc.returncode} (in {clone})")
+        sys.stderr.write("".join(tail))
+        raise SystemExit(f"generate: .ci/run failed with exit status {proc.returncode} (its last lines above)")
     rows = ["| stage | time |", "|---|---:|"] + [f"| {name} | {duration(t)} |" for name, t in stages if name != "start"]
     return {"ci": f"```sh\n{cmd}\n```\n\n" + "\n".join(rows) +
                   f"\n\n{duration(time.monotonic() - start)} in all. {provenance('ci')}"}
