@@ -28,7 +28,7 @@ struct TableFeature {
     std::string name;
     bool numeric = true;
     double mean = 0, std = 1;             ///< numeric (std 1 where the training rows are constant)
-    std::vector<std::string> categories;  ///< text
+    std::vector<std::string> categories{};  ///< text
 };
 
 struct TableSchema {

@@ -18,6 +18,7 @@ int32_t element_type(Dtype dtype) {
     switch (dtype) {
         case kFloat32: return ::onnx::TensorProto::FLOAT;
         case kInt64: return ::onnx::TensorProto::INT64;
+        case kInt32: return ::onnx::TensorProto::INT32;
         case kBool: return ::onnx::TensorProto::BOOL;
     }
     fail("ONNX export: unknown dtype");
