@@ -7,7 +7,9 @@
 // accuracy in ONNX Runtime, and OpenCV's result or the reason it cannot run the model.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <regex>
+#include <tuple>
 
 #include "cli_helpers.hpp"
 #include "export.hpp"
@@ -248,6 +250,50 @@ TEST_CASE("normnet export: the character LM under every normalisation and placem
         }
     }
     check_in_runtimes(models, split, dir.work());
+}
+
+TEST_CASE("normnet export: a table model carries its schema, and ONNX Runtime on rows it prepares gives normnet's outputs",
+          "[onnx][cli][runtime][table]") {
+    TempDir dir;
+    // A classification with a text feature (one-hot) and a regression in units far from 1.
+    std::string classes = "size,colour,kind\n", values = "x1,x2,y\n";
+    for (int i = 0; i < 300; ++i) {
+        const double x = (i % 37) / 9.0 - 2, z = (i % 11) / 5.0 - 1;
+        classes += std::to_string(x) + "," + (i % 3 == 0 ? "red" : "blue") + "," + (x + (i % 3 == 0) > 0 ? "big" : "small") + "\n";
+        values += std::to_string(x) + "," + std::to_string(z) + "," + std::to_string(100 * (3 * x - 2 * z + 10)) + "\n";
+    }
+    for (const auto& [name, csv, output] : {std::tuple{"classes", classes, "'logits' float32 [N, 2]"},
+                                            std::tuple{"values", values, "'value' float32 [N, 1]"}}) {
+        const std::string table = dir / (std::string(name) + ".csv"), run = dir / name, file = run + ".onnx";
+        std::ofstream(table) << csv;
+        const RunResult trained = run_normnet({"train", "--data", table, "--epochs", "2", "--hidden", "16", "--threads", "1",
+                                               "--quiet", "--out", run}, dir.work());
+        INFO(name << ": " << trained.err);
+        REQUIRE(trained.status == 0);
+        const RunResult exported = run_normnet({"export", "--checkpoint", run, "--out", file}, dir.work());
+        INFO(exported.err);
+        REQUIRE(exported.status == 0);
+        CHECK_THAT(exported.out, Catch::Contains("input 'features' float32 [N, ") && Catch::Contains(output));
+        const std::string schema_json = load_safetensors(run + "/model.safetensors").metadata.at("normnet.table");
+        const data::TableSchema schema = data::TableSchema::from_json(schema_json, run);
+        const Tensor rows = data::encode_table(schema, data::read_csv(table)).inputs;
+        if (const std::string missing = oc::checker_missing(); !missing.empty()) NORMNET_SKIP(missing);
+        oc::check_with_onnx({file});
+        const oc::CommandResult meta = oc::run_command(
+            oc::quoted(NORMNET_PYTHON3) + " -c 'import onnx, json, sys; m = onnx.load(sys.argv[1]); "
+            "print(json.dumps({p.key: p.value for p in m.metadata_props}))' " + oc::quoted(file));
+        REQUIRE(meta.status == 0);
+        CHECK(nlohmann::json::parse(meta.out).at("normnet.table") == schema_json);
+        if (const std::string missing = oc::onnxruntime_missing(); !missing.empty()) NORMNET_SKIP(missing);
+        oc::write_raw(dir / "rows.f32", rows);
+        const Shape out_shape{rows.size(0), schema.num_outputs()};
+        const oc::RuntimeResult ort = oc::run_model(oc::Runtime::onnxruntime,
+                                                    {file, dir / "rows.f32", kFloat32, rows.shape(), 64, out_shape});
+        INFO(ort.error);
+        REQUIRE(ort.ok);
+        const oc::Agreement agree = oc::compare(ort.output, outputs_of(*cli::exportable_model(run).model, rows), kTolerance);
+        CHECK(agree.max_rel <= kTolerance);
+    }
 }
 
 TEST_CASE("normnet export: bad calls fail with one line and write nothing", "[onnx][cli]") {

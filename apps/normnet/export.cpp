@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "models.hpp"
 #include "run_folder.hpp"
+#include "task.hpp"
 #include "trainer.hpp"
 #include "normnet/normnet.hpp"
 
@@ -24,6 +25,29 @@ std::string dims_text(const onnx::Ints& shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + (shape[i] == onnx::kBatch ? std::string("N") : std::to_string(shape[i]));
     return s + "]";
+}
+
+// A table's model takes rows prepared by its schema, which the file carries in its metadata, and
+// (a regression) gives the target standardised.
+void table_model(ExportableModel& e, const data::TableSchema& schema, const ModelSpec& spec) {
+    onnx::ExportOptions& o = e.options;
+    const bool regression = schema.task == data::TableTask::regression;
+    o.input_name = "features";
+    o.input_doc = "float32 [N, " + std::to_string(spec.inputs) + "]: rows prepared by the schema in the metadata "
+                  "'normnet.table', features in its order: a numeric one as (x - mean) / std, a text one one-hot over its categories";
+    if (regression) {
+        o.output_name = "value";
+        o.output_doc = "float32 [N, 1]: " + schema.target + " standardised; its value is output * target_std + target_mean "
+                       "(metadata 'normnet.table')";
+    } else {
+        o.output_doc = "float32 [N, " + std::to_string(spec.classes) + "]: class scores of " + schema.target +
+                       " (logits; softmax gives probabilities), classes in the metadata 'classes'";
+    }
+    o.doc = "normnet " + spec.kind().name + " trained on a table (target " + schema.target + "): " + spec.str();
+    o.metadata = {{"normnet.table", schema.to_json()},
+                  {"preprocessing", "the schema in 'normnet.table'"},
+                  {"normnet.architecture", spec.to_json()}};
+    if (!regression) o.metadata.emplace_back("classes", nlohmann::json(schema.classes).dump());
 }
 
 ExportableModel image_model(const SafetensorsData& checkpoint) {
@@ -37,7 +61,8 @@ ExportableModel image_model(const SafetensorsData& checkpoint) {
     onnx::ExportOptions& o = e.options;
     const ModelKind& kind = spec.kind();
     if (kind.onnx_input != nullptr) o.input_shape = kind.onnx_input(spec);
-    std::vector<std::string> classes = dataset_class_names(config.dataset);
+    const auto images = images_metadata_of(checkpoint);  // an image folder's class names
+    std::vector<std::string> classes = images ? images->classes : dataset_class_names(config.dataset);
     for (auto c = static_cast<int64_t>(classes.size()); c < spec.classes; ++c) classes.push_back(std::to_string(c));
     classes.resize(static_cast<size_t>(spec.classes));
     o.input_name = "image";
@@ -54,6 +79,7 @@ ExportableModel image_model(const SafetensorsData& checkpoint) {
                   {"preprocessing", "pixel / 255"},
                   {"dataset", config.dataset},
                   {"normnet.architecture", spec.to_json()}};
+    if (checkpoint.metadata.count(kTableMetadata) > 0) table_model(e, table_schema_of(checkpoint), spec);
     return e;
 }
 
