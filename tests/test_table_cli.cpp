@@ -234,10 +234,35 @@ TEST_CASE("table cli: compare asks the seed's question of a table, bench times i
     const auto row = nlohmann::json::parse(lines_of(b.out).at(0));
     CHECK(row.at("batch") == 32);
     CHECK(row.at("ratio_to_floor").get<double>() > 0);
+}
 
-    // A regression has no accuracies to compare: one line, nothing written.
-    const std::string reg = write_text(dir, "reg.csv", regression_table(100, 8));
-    require_failure(dir, {"compare", "--data", reg, "--out", dir / "cmp2"}, 1, {"reg.csv", "regression"});
+TEST_CASE("table cli: compare on a regression scores R^2, names its columns r2, and checks batch-of-one predictions",
+          "[cli][table][compare]") {
+    TempDir dir;
+    const std::string data = write_text(dir, "reg.csv", regression_table(400, 8));
+    const RunResult r = run_normnet({"compare", "--data", data, "--norms", "layer,batch,none", "--batch-sizes", "8,32",
+                                     "--epochs", "10", "--hidden", "32", "--threads", "1", "--out", dir / "cmp"},
+                                    dir.work());
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("Final test R² (%)") && Contains("Test 1 − R² (%) against batch size"));
+    const auto results = lines_of(read_file(dir / "cmp/results.csv"));
+    REQUIRE(results.size() == 7);  // header + 3 norms x 2 batch sizes
+    CHECK_THAT(results[0], Contains("final_test_r2,best_test_r2") && Contains("train_eval_output_mad") &&
+                               !Contains("_acc"));
+    for (size_t i = 1; i < results.size(); ++i) {
+        const auto cells = csv_cells(results[i]);
+        CHECK(std::stod(cells[5]) >= 0.5);  // learnt: predicting the mean scores 0 (no norm at batch 32 ends near 0.77)
+        CHECK(cells[14] == "0");                           // no prediction changes from batch 1000 to batch 1
+        CHECK(cells[15] == "true");
+        CHECK(cells[16].empty() == (cells[0] != "batch"));  // BatchNorm's three evaluations
+        if (cells[0] != "batch") CHECK(std::stod(cells[11]) == 0);  // no train/eval difference without batch statistics
+    }
+    CHECK_THAT(lines_of(read_file(dir / "cmp/curves.csv")).at(0), Contains("test_loss,test_rmse,test_r2"));
+    CHECK_THAT(read_file(dir / "cmp/report.md"), Contains("The target y is a regression") && Contains("Final test R²"));
+    // Its runs are single-process: --world is one line, nothing written.
+    require_failure(dir, {"compare", "--data", data, "--world", "1,2", "--out", dir / "cmp2"}, 1, {"--world", "regression"});
+    CHECK_FALSE(std::filesystem::exists(dir / "cmp2"));
 }
 
 TEST_CASE("table cli: scikit-learn's real tables, the default recipe against scikit-learn's baseline", "[cli][table][sklearn]") {

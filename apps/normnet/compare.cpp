@@ -14,6 +14,7 @@
 #include "batch_statistics.hpp"
 #include "batch_size_report.hpp"
 #include "commands.hpp"
+#include "compare_grid.hpp"
 #include "compare_lm.hpp"
 #include "compare_world.hpp"
 #include "models.hpp"
@@ -48,6 +49,13 @@ struct CompareArgs {
     // axis of the grid's rows. Null without one.
     const ModelOption* axis = nullptr;
     std::vector<std::string> axis_labels;
+    // A regression table: the grid's score is R² (the share of the target's variance explained)
+    // where a classification's is accuracy, and its error 1 - R².
+    bool r2 = false;
+    std::string target;  // a table's target column
+    std::string score_name() const { return r2 ? "R²" : "accuracy"; }
+    std::string score_short() const { return r2 ? "R²" : "acc"; }
+    std::string error_name() const { return r2 ? "1 − R²" : "error"; }
 };
 
 // The grid's rows are keyed by normalisation ("layer"), or with a choice axis by normalisation
@@ -89,12 +97,8 @@ const std::vector<std::string> kCompareFiles{"results.csv", "curves.csv", "repor
                                              "accuracy_vs_batch.svg", "test_acc_curves.svg", "error_vs_batch.svg"};
 
 // Everything measured for one (grid row, batch size, seed) run.
-struct RunResult {
-    std::string norm;  // the grid row: "layer", or "layer/post-LN" with a choice axis
-    int64_t batch = 0;
-    uint64_t seed = 0;
-    double lr = 0;
-    std::vector<EpochMetrics> curve;
+struct RunResult : GridRun {
+    bool r2 = false;  // CompareArgs::r2
     double train_mode_acc = 0, eval_mode_acc = 0, logit_mad = 0;  // train/eval discrepancy
     double single_sample_acc = 0, full_batch_acc = 0;
     int64_t single_sample_mismatches = 0;  // predictions that differ between batch 1 and full batch
@@ -102,18 +106,17 @@ struct RunResult {
     // batch's own statistics (training mode, batches of the run's size), and with precise
     // population statistics recomputed over the discrepancy images.
     double batch_stats_test_acc = NAN, precise_test_acc = NAN;
-    bool consistent() const { return single_sample_acc == full_batch_acc; }
+    // Accuracies, or with r2 the R² of the same outputs.
+    bool consistent() const { return r2 ? single_sample_mismatches == 0 : single_sample_acc == full_batch_acc; }
+    double score(const EpochMetrics& m) const { return r2 ? m.test_r2 : m.test_acc; }
+    double final_score() const { return score(curve.back()); }
     const EpochMetrics& last() const { return curve.back(); }
     double best_test_acc() const {
-        double best = 0;
-        for (const EpochMetrics& m : curve) best = std::max(best, m.test_acc);
+        double best = -INFINITY;
+        for (const EpochMetrics& m : curve) best = std::max(best, score(m));
         return best;
     }
-    double seconds_per_epoch() const {
-        double total = 0;
-        for (const EpochMetrics& m : curve) total += m.seconds;
-        return total / static_cast<double>(curve.size());
-    }
+    double seconds_per_epoch() const { return seconds() / static_cast<double>(curve.size()); }
 };
 
 double scaled_lr(const CompareArgs& a, int64_t batch) {
@@ -144,8 +147,34 @@ Tensor logits_of(Module& model, const Examples& data, int64_t batch_size, int64_
     return all;
 }
 
-double accuracy_of(const Tensor& logits, const Examples& data) {
-    return static_cast<double>(count_correct(logits, data.label_tensor())) / static_cast<double>(data.size());
+// The grid's score of outputs on labelled examples: accuracy, or (one output column) R² against
+// the labels, a regression's standardised targets.
+double score_of(const Tensor& out, const Examples& data) {
+    if (out.size(1) > 1) return static_cast<double>(count_correct(out, data.label_tensor())) / static_cast<double>(data.size());
+    const float* p = out.data();
+    const float* y = data.labels.data();
+    double mean = 0, sse = 0, sst = 0;
+    for (int64_t i = 0; i < data.size(); ++i) mean += y[i];
+    mean /= static_cast<double>(data.size());
+    for (int64_t i = 0; i < data.size(); ++i) {
+        sse += (p[i] - y[i]) * (p[i] - y[i]);
+        sst += (y[i] - mean) * (y[i] - mean);
+    }
+    return sst > 0 ? 1 - sse / sst : NAN;
+}
+
+// Rows predicted differently by two outputs of the same examples: the class, or (one output
+// column) the value beyond float rounding.
+int64_t differing_predictions(const Tensor& a, const Tensor& b) {
+    const int64_t cols = a.size(1);
+    int64_t n = 0;
+    for (int64_t i = 0; i < a.size(0); ++i) {
+        const float* x = a.data() + i * cols;
+        const float* y = b.data() + i * cols;
+        n += cols == 1 ? std::abs(x[0] - y[0]) > 1e-5f * (1 + std::abs(y[0]))
+                       : std::max_element(x, x + cols) - x != std::max_element(y, y + cols) - y;
+    }
+    return n;
 }
 
 // Train-mode vs eval-mode outputs on the same training images, and eval-mode batch-of-one vs
@@ -159,94 +188,70 @@ void measure_discrepancy(Trainer& trainer, RunResult& r, const Examples& train_s
     saved.restore();
     model.eval();
     const Tensor eval_logits = logits_of(model, train_subset, r.batch, classes);  // same batches: only the mode differs
-    r.train_mode_acc = accuracy_of(train_logits, train_subset);
-    r.eval_mode_acc = accuracy_of(eval_logits, train_subset);
+    r.train_mode_acc = score_of(train_logits, train_subset);
+    r.eval_mode_acc = score_of(eval_logits, train_subset);
     double mad = 0.0;
     const float* a = train_logits.data();
     const float* b = eval_logits.data();
     for (int64_t i = 0; i < train_logits.numel(); ++i) mad += std::abs(static_cast<double>(a[i]) - b[i]);
     r.logit_mad = mad / static_cast<double>(train_logits.numel());
 
-    const Evaluation full = evaluate(model, test, classes);
-    const Evaluation single = evaluate(model, test, classes, 1);
-    r.full_batch_acc = full.accuracy;
-    r.single_sample_acc = single.accuracy;
-    for (size_t n = 0; n < full.predictions.size(); ++n) r.single_sample_mismatches += full.predictions[n] != single.predictions[n];
+    const Tensor full = logits_of(model, test, 1000, classes);
+    const Tensor single = logits_of(model, test, 1, classes);
+    r.full_batch_acc = score_of(full, test);
+    r.single_sample_acc = score_of(single, test);
+    r.single_sample_mismatches = differing_predictions(full, single);
 
-    if (!uses_batch_statistics(row_norm(r.norm))) return;
+    if (!uses_batch_statistics(row_norm(r.key))) return;
     model.train();
-    r.batch_stats_test_acc = accuracy_of(logits_of(model, test, r.batch, classes), test);
+    r.batch_stats_test_acc = score_of(logits_of(model, test, r.batch, classes), test);
     saved.restore();
     // Precise statistics walk the model layer by layer; inside a model whose forward is not its
     // layers in order (the ViT's blocks) there is no such walk, and the cell stays NaN ("n/a").
     if (trainer.config().model.kind().layers_in_order) {
         recompute_population_statistics(model, train_subset);
-        r.precise_test_acc = evaluate(model, test, classes).accuracy;
+        model.eval();
+        r.precise_test_acc = score_of(logits_of(model, test, 1000, classes), test);
     }
     saved.restore();
     model.eval();
 }
 
-struct Summary {
-    double mean = 0, std = 0;
-    int n = 0;
-};
-
-// Mean and sample standard deviation (0 for a single value).
-Summary mean_std(const std::vector<double>& v) {
-    Summary s;
-    s.n = static_cast<int>(v.size());
-    if (v.empty()) return s;
-    for (double x : v) s.mean += x;
-    s.mean /= static_cast<double>(v.size());
-    for (double x : v) s.std += (x - s.mean) * (x - s.mean);
-    s.std = v.size() > 1 ? std::sqrt(s.std / static_cast<double>(v.size() - 1)) : 0.0;  // sample std
-    return s;
-}
-
-// The runs of one grid cell (a normalisation and a batch size): one per seed.
-std::vector<const RunResult*> cell_runs(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch) {
-    std::vector<const RunResult*> cell;
-    for (const auto& r : runs) {
-        if (r.norm == norm && r.batch == batch) cell.push_back(&r);
-    }
-    return cell;
-}
-
 template <class F>
-Summary summarize(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch, F value) {
+CellStat summarize(const std::vector<RunResult>& runs, const std::string& norm, int64_t batch, F value) {
     std::vector<double> v;
     for (const RunResult* r : cell_runs(runs, norm, batch)) v.push_back(value(*r));
-    return mean_std(v);
+    return stat_of(v);
 }
 
-std::string fmt(const char* format, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
-
-std::string pct_cell(const Summary& s, int seeds) {
+std::string pct_cell(const CellStat& s, int seeds) {
     if (s.n == 0) return "";
     return seeds > 1 ? fmt("%.2f", 100 * s.mean) + " ± " + fmt("%.2f", 100 * s.std) : fmt("%.2f", 100 * s.mean);
 }
 
 // With a choice axis, its key ("norm_placement") as a last column.
 std::string axis_column(const CompareArgs& a) { return a.axis == nullptr ? "" : "," + a.axis->key; }
-std::string axis_cell(const CompareArgs& a, const RunResult& r) { return a.axis == nullptr ? "" : "," + row_choice(a, r.norm); }
+std::string axis_cell(const CompareArgs& a, const RunResult& r) { return a.axis == nullptr ? "" : "," + row_choice(a, r.key); }
+
+// A regression's columns say r2 where a classification's say acc.
+std::string score_columns(const CompareArgs& a, std::string header) {
+    for (size_t at = 0; a.r2 && (at = header.find("acc", at)) != std::string::npos;) header.replace(at, 3, "r2");
+    if (const size_t at = header.find("logit_mad"); a.r2 && at != std::string::npos) header.replace(at, 9, "output_mad");
+    return header;
+}
 
 std::string results_csv(const CompareArgs& a, const std::vector<RunResult>& runs) {
-    std::string csv =
+    std::string csv = score_columns(a,
         "norm,batch_size,seed,lr,epochs,final_test_acc,best_test_acc,final_test_loss,seconds_per_epoch,"
         "train_mode_acc,eval_mode_acc,train_eval_logit_mad,single_sample_test_acc,full_batch_test_acc,"
-        "single_sample_mismatches,single_sample_consistent,batch_stats_test_acc,precise_stats_test_acc" +
+        "single_sample_mismatches,single_sample_consistent,batch_stats_test_acc,precise_stats_test_acc") +
         axis_column(a) + "\n";
     for (const auto& r : runs) {
         char row[512];
         const auto optional = [](double v) { return std::isnan(v) ? std::string() : fmt("%.6f", v); };
         std::snprintf(row, sizeof row, "%s,%lld,%llu,%.6g,%zu,%.6f,%.6f,%.6f,%.4f,%.6f,%.6f,%.6g,%.6f,%.6f,%lld,%s,%s,%s",
-                      row_norm(r.norm).c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
-                      r.curve.size(), r.last().test_acc, r.best_test_acc(), r.last().test_loss, r.seconds_per_epoch(),
+                      row_norm(r.key).c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), r.lr,
+                      r.curve.size(), r.final_score(), r.best_test_acc(), r.last().test_loss, r.seconds_per_epoch(),
                       r.train_mode_acc, r.eval_mode_acc, r.logit_mad, r.single_sample_acc, r.full_batch_acc,
                       static_cast<long long>(r.single_sample_mismatches), r.consistent() ? "true" : "false",
                       optional(r.batch_stats_test_acc).c_str(), optional(r.precise_test_acc).c_str());
@@ -256,14 +261,14 @@ std::string results_csv(const CompareArgs& a, const std::vector<RunResult>& runs
 }
 
 std::string curves_csv(const CompareArgs& a, const std::vector<RunResult>& runs) {
-    std::string csv = "norm,batch_size,seed,epoch,train_loss,train_acc,test_loss,test_acc,epoch_seconds,lr" + axis_column(a) + "\n";
+    std::string csv = std::string("norm,batch_size,seed,epoch,train_loss,") +
+                      (a.r2 ? "test_loss,test_rmse,test_r2" : "train_acc,test_loss,test_acc") + ",epoch_seconds,lr" + axis_column(a) + "\n";
     for (const auto& r : runs) {
         for (const auto& m : r.curve) {
             char row[256];
-            std::snprintf(row, sizeof row, "%s,%lld,%llu,%lld,%.6f,%.6f,%.6f,%.6f,%.4f,%.6g", row_norm(r.norm).c_str(),
-                          static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed),
-                          static_cast<long long>(m.epoch), m.train_loss, m.train_acc, m.test_loss, m.test_acc,
-                          m.seconds, m.lr);
+            std::snprintf(row, sizeof row, "%s,%lld,%llu,%lld,%.6f,%.6f,%.6f,%.6f,%.4f,%.6g", row_norm(r.key).c_str(),
+                          static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), static_cast<long long>(m.epoch),
+                          m.train_loss, a.r2 ? m.test_loss : m.train_acc, a.r2 ? m.test_rmse : m.test_loss, r.score(m), m.seconds, m.lr);
             csv += row + axis_cell(a, r) + "\n";
         }
     }
@@ -286,7 +291,7 @@ std::string grid_table(const std::vector<RunResult>& runs, const std::vector<std
 std::string accuracy_table(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
                            const std::vector<int64_t>& batches, int seeds) {
     return grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
-        return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.last().test_acc; }), seeds);
+        return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.final_score(); }), seeds);
     });
 }
 
@@ -327,8 +332,8 @@ ErrorGrid error_grid(const std::vector<RunResult>& runs, const std::vector<std::
     for (const auto& n : norms) {
         g.error.emplace_back();
         for (int64_t b : batches) {
-            const Summary s = summarize(runs, n, b, [](const RunResult& r) { return 1 - r.last().test_acc; });
-            g.error.back().push_back({s.n ? s.mean : NAN, s.std, s.n});
+            const CellStat s = summarize(runs, n, b, [](const RunResult& r) { return 1 - r.final_score(); });
+            g.error.back().push_back(s);
         }
     }
     return g;
@@ -342,14 +347,11 @@ BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std:
     e.seeds = seeds;
     const auto bn = std::find_if(norms.begin(), norms.end(), [](const std::string& n) { return uses_batch_statistics(row_norm(n)); });
     if (bn == norms.end()) return e;
-    const auto cell = [&](int64_t b, auto value) {
-        const Summary s = summarize(runs, *bn, b, value);
-        return CellStat{s.n ? s.mean : NAN, s.std, s.n};
-    };
+    const auto cell = [&](int64_t b, auto value) { return summarize(runs, *bn, b, value); };
     for (int64_t b : batches) {
         if (cell_runs(runs, *bn, b).empty()) continue;
         e.batches.push_back(b);
-        e.running.push_back(cell(b, [](const RunResult& r) { return 1 - r.last().test_acc; }));
+        e.running.push_back(cell(b, [](const RunResult& r) { return 1 - r.final_score(); }));
         e.precise.push_back(cell(b, [](const RunResult& r) { return 1 - r.precise_test_acc; }));
         e.batch_stats.push_back(cell(b, [](const RunResult& r) { return 1 - r.batch_stats_test_acc; }));
     }
@@ -359,7 +361,7 @@ BatchNormErrors batch_norm_errors(const std::vector<RunResult>& runs, const std:
 // The report's sentences on the sequence-model anchors (Ba et al., Xiong et al.); "" when none applies.
 std::string anchors_md(const CompareArgs& a, const std::vector<RunResult>& runs) {
     std::vector<SequenceRun> seq;
-    for (const RunResult& r : runs) seq.push_back({row_norm(r.norm), row_choice(a, r.norm), r.batch, r.curve});
+    for (const RunResult& r : runs) seq.push_back({row_norm(r.key), row_choice(a, r.key), r.batch, r.curve});
     return sequence_findings_md(seq, {.recurrent = a.base.model.kind().site == NormSite::cell,
                                       .warmup = a.base.warmup,
                                       .train_images = a.train_images,
@@ -384,7 +386,11 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
     }
     const ErrorGrid grid = error_grid(runs, norms, batches, seeds);
     const BatchNormErrors bn = batch_norm_errors(runs, norms, batches, seeds);
-    md += std::string("## Test error against batch size (%") + (seeds > 1 ? ", mean ± std over seeds" : "") +
+    if (a.r2) {
+        md += "The target " + a.target + " is a regression: the score is R² (the share of its variance explained, in %), "
+              "the error 1 − R².\n\n";
+    }
+    md += "## Test " + a.error_name() + " against batch size (%" + std::string(seeds > 1 ? ", mean ± std over seeds" : "") +
           "), as in Wu and He's Figure 1\n\n";
     md += error_table_md(grid) + "\n![test error vs batch size](error_vs_batch.svg)\n\n";
     md += "### The paper's numbers (ResNet-50, ImageNet, validation error %)\n\n" + paper_table_md() + "\n";
@@ -402,9 +408,9 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
               "running averages; what remains at small batches comes from training on noisy batch statistics.\n\n" +
               batch_norm_table_md(bn) + "\n";
     }
-    md += std::string("## Final test accuracy (%") + (seeds > 1 ? ", mean ± std over seeds" : "") + ")\n\n";
+    md += "## Final test " + a.score_name() + " (%" + std::string(seeds > 1 ? ", mean ± std over seeds" : "") + ")\n\n";
     md += accuracy_table(runs, norms, batches, seeds) + "\n";
-    md += "## Best test accuracy over epochs (%)\n\n";
+    md += "## Best test " + a.score_name() + " over epochs (%)\n\n";
     md += grid_table(runs, norms, batches, [&](auto& rs, auto& n, int64_t b) {
         return pct_cell(summarize(rs, n, b, [](const RunResult& r) { return r.best_test_acc(); }), seeds);
     }) + "\n";
@@ -414,7 +420,8 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
           "statistics restored afterwards) and in eval mode. The normalisations without batch statistics behave "
           "the same in both modes, so their difference is zero by construction; for BatchNorm it measures how far "
           "the running statistics are from the batch statistics.\n\n";
-    md += "| normalisation | batch | train-mode acc % | eval-mode acc % | mean abs logit difference |\n|---|---:|---:|---:|---:|\n";
+    md += "| normalisation | batch | train-mode " + a.score_short() + " % | eval-mode " + a.score_short() + " % | mean abs " +
+          (a.r2 ? "output" : "logit") + " difference |\n|---|---:|---:|---:|---:|\n";
     for (const auto& n : norms) {
         for (int64_t b : batches) {
             const auto tm = summarize(runs, n, b, [](const RunResult& r) { return r.train_mode_acc; });
@@ -425,10 +432,11 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
         }
     }
     md += "\n## Eval mode, one sample at a time vs the full batch\n\n";
-    md += "| normalisation | batch | seed | single-sample test acc % | full-batch test acc % | differing predictions | result |\n"
+    md += "| normalisation | batch | seed | single-sample test " + a.score_short() + " % | full-batch test " + a.score_short() +
+          " % | differing predictions | result |\n"
           "|---|---:|---:|---:|---:|---:|---|\n";
     for (const auto& r : runs) {
-        md += "| " + row_label(r.norm) + " | " + std::to_string(r.batch) + " | " + std::to_string(r.seed) + " | " +
+        md += "| " + row_label(r.key) + " | " + std::to_string(r.batch) + " | " + std::to_string(r.seed) + " | " +
               fmt("%.2f", 100 * r.single_sample_acc) +
               " | " + fmt("%.2f", 100 * r.full_batch_acc) + " | " + std::to_string(r.single_sample_mismatches) + " | " +
               (r.consistent() ? "ok" : "**FAIL**") + " |\n";
@@ -446,13 +454,13 @@ std::string report_md(const CompareArgs& a, const std::vector<RunResult>& runs, 
 }
 
 std::string accuracy_chart(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                           const std::vector<int64_t>& batches, int seeds, const std::string& dataset) {
+                           const std::vector<int64_t>& batches, int seeds, const std::string& dataset, const std::string& score) {
     std::vector<Series> series;
     for (const auto& n : norms) {
         Series s;
         s.label = row_label(n);
         for (int64_t b : batches) {
-            const auto acc = summarize(runs, n, b, [](const RunResult& r) { return r.last().test_acc; });
+            const auto acc = summarize(runs, n, b, [](const RunResult& r) { return r.final_score(); });
             if (acc.n == 0) continue;
             s.x.push_back(static_cast<double>(b));
             s.y.push_back(acc.mean);
@@ -461,16 +469,16 @@ std::string accuracy_chart(const std::vector<RunResult>& runs, const std::vector
         series.push_back(s);
     }
     ChartOptions o;
-    o.title = "Final test accuracy vs batch size (" + dataset + (seeds > 1 ? ", mean ± std over " + std::to_string(seeds) + " seeds)" : ")");
+    o.title = "Final test " + score + " vs batch size (" + dataset + (seeds > 1 ? ", mean ± std over " + std::to_string(seeds) + " seeds)" : ")");
     o.x_label = "batch size";
-    o.y_label = "test accuracy";
+    o.y_label = "test " + score;
     o.log_x = true;
     o.percent_y = true;
     return line_chart_svg(series, o);
 }
 
 std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                         const std::vector<int64_t>& batches, int seeds, const std::string& dataset) {
+                         const std::vector<int64_t>& batches, int seeds, const std::string& dataset, const std::string& score) {
     std::vector<Series> series;
     // One colour per normalisation, one line pattern per batch size; the seeds of a cell become
     // their mean with error bars of one standard deviation, as in the accuracy chart.
@@ -484,8 +492,8 @@ std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<s
             s.label = row_label(norms[n]) + ", batch " + std::to_string(batches[b]);
             for (size_t e = 0; e < cell.front()->curve.size(); ++e) {
                 std::vector<double> acc;
-                for (const RunResult* r : cell) acc.push_back(r->curve[e].test_acc);
-                const Summary m = mean_std(acc);
+                for (const RunResult* r : cell) acc.push_back(r->score(r->curve[e]));
+                const CellStat m = stat_of(acc);
                 s.x.push_back(static_cast<double>(cell.front()->curve[e].epoch));
                 s.y.push_back(m.mean);
                 if (seeds > 1) s.y_err.push_back(m.std);
@@ -494,9 +502,9 @@ std::string curves_chart(const std::vector<RunResult>& runs, const std::vector<s
         }
     }
     ChartOptions o;
-    o.title = "Test accuracy per epoch (" + dataset + (seeds > 1 ? ", mean ± std over " + std::to_string(seeds) + " seeds)" : ")");
+    o.title = "Test " + score + " per epoch (" + dataset + (seeds > 1 ? ", mean ± std over " + std::to_string(seeds) + " seeds)" : ")");
     o.x_label = "epoch";
-    o.y_label = "test accuracy";
+    o.y_label = "test " + score;
     o.integer_x = true;
     o.percent_y = true;
     return line_chart_svg(series, o);
@@ -521,18 +529,18 @@ void write_outputs(const std::string& dir, const CompareArgs& a, const std::vect
     const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
     write_file_atomic(path("results.csv"), results_csv(a, runs));
     write_file_atomic(path("curves.csv"), curves_csv(a, runs));
-    write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.data_name));
-    write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.data_name));
+    write_file_atomic(path("accuracy_vs_batch.svg"), accuracy_chart(runs, norms, batches, a.seeds, a.data_name, a.score_name()));
+    write_file_atomic(path("test_acc_curves.svg"), curves_chart(runs, norms, batches, a.seeds, a.data_name, a.score_name()));
     write_file_atomic(path("error_vs_batch.svg"),
                       error_chart_svg(error_grid(runs, norms, batches, a.seeds),
-                                      "Test error vs batch size (" + grid_architecture(a) + ", " + a.data_name +
+                                      "Test " + a.error_name() + " vs batch size (" + grid_architecture(a) + ", " + a.data_name +
                                           (a.seeds > 1 ? ", mean ± std over " + std::to_string(a.seeds) + " seeds)" : ")")));
     std::string world_section;
     if (!world_runs.empty()) {
         write_file_atomic(path("world.csv"), world_csv(world_runs));
         world_section = world_report_md(world_runs, [&](const std::string& norm, int64_t batch, uint64_t seed) {
             for (const RunResult& r : runs) {
-                if (r.norm == norm && r.batch == batch && r.seed == seed) return std::optional<double>(r.last().test_acc);
+                if (r.key == norm && r.batch == batch && r.seed == seed) return std::optional<double>(r.final_score());
             }
             return std::optional<double>();
         });
@@ -598,12 +606,14 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
     Examples train(data.train), test(data.test);
     a.data_name = a.base.dataset;
     if (data.table) {
-        // Its measures are accuracies, of training and of evaluation modes.
-        NORMNET_CHECK(data.table->schema.task == data::TableTask::classification, "--data ", a.base.data_dir,
-                      ": compare measures classifications; its target ", data.table->schema.target,
-                      " is a regression (train one run per --norm with normnet train)");
-        train = Examples(data.table->train.inputs, data.table->train.labels);
-        test = Examples(data.table->test.inputs, data.table->test.labels);
+        // A regression is measured by R² against the standardised targets the model learns.
+        const data::EncodedTable &tr = data.table->train, &te = data.table->test;
+        a.r2 = data.table->schema.task == data::TableTask::regression;
+        a.target = data.table->schema.target;
+        NORMNET_CHECK(!a.r2 || worlds == std::vector<int>{1}, "--world: compare runs a regression (", a.target,
+                      ") in one process only");
+        train = Examples(tr.inputs, a.r2 ? standardised(data.table->schema, tr.targets) : tr.labels);
+        test = Examples(te.inputs, a.r2 ? standardised(data.table->schema, te.targets) : te.labels);
         a.data_name = std::filesystem::path(a.base.data_dir).filename().string();
         a.samples = "rows";
     } else if (!data.classes.empty()) {  // an image folder
@@ -613,86 +623,48 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
     make_task(a.base, data, {})->complete(a.base.model);
     const Examples train_subset = train.first(a.discrepancy_images);
     a.train_images = train.size();
-    // Every run's schedule must fit its batches (--warmup): found now, not after hours of runs.
-    for (const auto& norm : norms) {
-        for (int64_t batch : batches) {
-            const RunConfig c = run_config(a, norm, batch, 0);
-            Trainer(c, make_task(c, data, {}));
-        }
-    }
     const std::string dir = a.out.empty() ? "compare" : a.out;
-    const StopOnSignal signals;
-    std::unique_ptr<FolderLock> lock;  // held until the grid ends
-    prepare_output_folder(dir, "--out", kCompareFiles, kCompareFiles, a.overwrite, false, lock);
-
-    const int64_t total_runs = static_cast<int64_t>(norms.size() * batches.size()) * a.seeds;
     const bool tty = stdout_is_terminal();
     const std::string axis = a.axis == nullptr ? "" : " x " + a.axis->flag + " " + a.model.values.at(a.axis->flag);
-    std::printf("normnet compare: %s%s x batch sizes %s, %s, %s each, %s -> %s/\n", a.norms.c_str(), axis.c_str(), a.batch_sizes.c_str(),
-                plural(a.seeds, "seed").c_str(), plural(a.base.epochs, "epoch").c_str(), plural(total_runs, "run").c_str(),
-                dir.c_str());
-    std::fflush(stdout);
-    // Work of a run ~ its batches; the bar counts training epochs weighted equally.
-    ProgressBar bar("compare", total_runs * a.base.epochs, a.train_images, tty);
-    const auto start = std::chrono::steady_clock::now();
-    const auto stop = [] { return StopOnSignal::requested() != 0; };
     std::vector<RunResult> runs;
     std::vector<WorldRun> world_runs;
-    int64_t epochs_done = 0;
-    for (int s = 0; s < a.seeds && !stop(); ++s) {
-        for (size_t b = 0; b < batches.size() && !stop(); ++b) {
-            for (size_t n = 0; n < norms.size() && !stop(); ++n) {
-                const RunConfig c = run_config(a, norms[n], batches[b], s);
-                Trainer trainer(c, make_task(c, data, {}));
-                RunResult r;
-                r.norm = norms[n];
-                r.batch = c.batch_size;
-                r.seed = c.seed;
-                r.lr = c.lr;
-                while (trainer.epochs_done() < c.epochs && !stop()) {
-                    const auto m = trainer.run_epoch({}, StopOnSignal::stop_after_step);
-                    if (!m) break;
-                    r.curve.push_back(*m);
-                    bar.update(++epochs_done, row_label(r.norm) + " batch " + std::to_string(r.batch));
-                }
-                if (stop()) break;  // an unfinished run is left out of the results
-                measure_discrepancy(trainer, r, train_subset, test);
-                runs.push_back(r);
-                for (WorldRun& w : run_world_cell(c, worlds, modes, dir, stop)) {
-                    if (!tty) {
-                        std::printf("  %s batch %lld over %d processes (%s): %s\n", row_label(r.norm).c_str(),
-                                    static_cast<long long>(r.batch), w.world, w.config.bn_sync.c_str(),
-                                    w.failure.empty() ? ("test acc " + fmt("%.2f", 100 * w.curve.back().test_acc) + "%").c_str()
-                                                      : ("failed: " + w.failure).c_str());
-                    }
-                    world_runs.push_back(std::move(w));
-                }
-                if (!tty) {
-                    std::printf("%-12s batch %4lld seed %llu: test acc %.2f%% (best %.2f%%), train/eval logit diff %.4g, "
-                                "single-sample eval %s, %.2f s/epoch\n",
-                                row_label(r.norm).c_str(), static_cast<long long>(r.batch),
-                                static_cast<unsigned long long>(r.seed), 100 * r.last().test_acc, 100 * r.best_test_acc(),
-                                r.logit_mad, r.consistent() ? "ok" : "FAIL", r.seconds_per_epoch());
-                    std::fflush(stdout);
-                }
+    GridPlan plan{.batches = batches, .seeds = a.seeds, .name = "compare", .out = dir, .files = kCompareFiles,
+                  .overwrite = a.overwrite, .samples_per_unit = a.train_images, .data = &data};
+    for (const std::string& n : norms) plan.rows.push_back({n, row_norm(n), row_choice(a, n), row_label(n)});
+    plan.config = [&](const GridRow& row, int64_t batch, int seed) { return run_config(a, row.key, batch, seed); };
+    plan.done = [&](Trainer& trainer, GridRun&& run) {
+        RunResult r;
+        static_cast<GridRun&>(r) = std::move(run);
+        r.r2 = a.r2;
+        measure_discrepancy(trainer, r, train_subset, test);
+        runs.push_back(r);
+        for (WorldRun& w : run_world_cell(trainer.config(), worlds, modes, dir, [] { return StopOnSignal::requested() != 0; })) {
+            if (!tty) {
+                std::printf("  %s batch %lld over %d processes (%s): %s\n", row_label(r.key).c_str(),
+                            static_cast<long long>(r.batch), w.world, w.config.bn_sync.c_str(),
+                            w.failure.empty() ? ("test acc " + fmt("%.2f", 100 * w.curve.back().test_acc) + "%").c_str()
+                                              : ("failed: " + w.failure).c_str());
             }
+            world_runs.push_back(std::move(w));
         }
-    }
-    bar.finish();
-    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (const int signal = StopOnSignal::requested()) {
-        const std::string finished = std::to_string(runs.size()) + " of " + plural(total_runs, "run");
-        write_outputs(dir, a, runs, norms, batches, total,
-                      str("stopped by ", StopOnSignal::name(signal), " after ", finished,
-                                     "; the runs that did not finish are left out."));
-        throw Interrupted(signal, str("normnet: compare stopped by ", StopOnSignal::name(signal), " after ",
-                                                 finished, "; their results are in ", dir,
-                                                 "/ (report.md marked incomplete); run it again with --overwrite to redo the grid"));
-    }
-    write_outputs(dir, a, runs, norms, batches, total, "", world_runs);
-    std::printf("\nFinal test accuracy (%%):\n\n%s\n", accuracy_table(runs, norms, batches, a.seeds).c_str());
+        if (!tty) {
+            std::printf("%-12s batch %4lld seed %llu: test %s %.2f%% (best %.2f%%), train/eval %s diff %.4g, "
+                        "single-sample eval %s, %.2f s/epoch\n",
+                        row_label(r.key).c_str(), static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed), a.score_short().c_str(),
+                        100 * r.final_score(), 100 * r.best_test_acc(), a.r2 ? "output" : "logit", r.logit_mad, r.consistent() ? "ok" : "FAIL",
+                        r.seconds_per_epoch());
+            std::fflush(stdout);
+        }
+    };
+    plan.write = [&](double seconds, const std::string& incomplete) {
+        write_outputs(dir, a, runs, norms, batches, seconds, incomplete, incomplete.empty() ? world_runs : std::vector<WorldRun>{});
+    };
+    plan.header = str("normnet compare: ", a.norms, axis, " x batch sizes ", a.batch_sizes, ", ", plural(a.seeds, "seed"), ", ",
+                      plural(a.base.epochs, "epoch"), " each, ", plural(plan.total_runs(), "run"), " -> ", dir, "/");
+    const double total = run_grid(plan);
+    std::printf("\nFinal test %s (%%):\n\n%s\n", a.score_name().c_str(), accuracy_table(runs, norms, batches, a.seeds).c_str());
     if (batches.size() > 1) {
-        std::printf("Test error (%%) against batch size, as Wu and He's Figure 1:\n\n%s\n",
+        std::printf("Test %s (%%) against batch size, as Wu and He's Figure 1:\n\n%s\n", a.error_name().c_str(),
                     error_table_md(error_grid(runs, norms, batches, a.seeds)).c_str());
     }
     if (const std::string anchors = anchors_md(a, runs); !anchors.empty()) {
@@ -703,7 +675,7 @@ void run_compare(CompareArgs& a, const CLI::App& cmd) {
                 format_duration(total).c_str());
     int64_t failures = 0;
     for (const auto& r : runs) failures += r.consistent() ? 0 : 1;
-    NORMNET_CHECK(failures == 0, failures, " run(s) gave a different eval-mode test accuracy one sample at a time than in full "
+    NORMNET_CHECK(failures == 0, failures, " run(s) gave different eval-mode test predictions one sample at a time than in full "
           "batches (see ", dir, "/report.md)");
 }
 

@@ -1,6 +1,7 @@
 // `normnet compare --model lm`: the grid of LM runs, its files (results.csv, results.json,
 // curves.csv, report.md, val_loss_curves.svg) and the findings against Shen et al. and Xiong et al.
 #include "compare_lm.hpp"
+#include "compare_grid.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -45,12 +46,6 @@ const std::set<std::string> kLmOptions{"--model", "--norms", "--batch-sizes", "-
                                        "--warmup", "--lr", "--weight-decay", "--schedule", "--clip", "--seed",
                                        "--seeds", "--threads", "--out", "--overwrite", "--help"};
 
-std::string fmt(const char* format, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
-
 struct LmCompareArgs {
     RunConfig base = recipe_config("lm");
     std::vector<std::string> norms, placements;
@@ -62,18 +57,9 @@ struct LmCompareArgs {
 };
 
 // One run of the grid.
-struct LmRun {
+struct LmRun : GridRun {
     std::string norm, placement;
-    int64_t batch = 0;
-    uint64_t seed = 0;
-    std::vector<EpochMetrics> curve;
-    std::string diverged;  // the NonFinite message when the run blew up
     int64_t context = 0;
-    double seconds() const {
-        double s = 0;
-        for (const EpochMetrics& m : curve) s += m.seconds;
-        return s;
-    }
     double tokens_per_second() const {
         return curve.empty() ? NAN : static_cast<double>(curve.back().step * batch * context) / seconds();
     }
@@ -141,32 +127,6 @@ LmCompareArgs parse_args(const CLI::App& cmd, const std::string& command_line) {
     return a;
 }
 
-// Mean and sample standard deviation of the finite values (n counts them).
-CellStat stat_of(const std::vector<double>& values) {
-    CellStat s;
-    std::vector<double> v;
-    for (double x : values) {
-        if (std::isfinite(x)) v.push_back(x);
-    }
-    s.n = static_cast<int>(v.size());
-    if (v.empty()) return s;
-    s.mean = 0;
-    for (double x : v) s.mean += x;
-    s.mean /= static_cast<double>(v.size());
-    for (double x : v) s.std += (x - s.mean) * (x - s.mean);
-    s.std = v.size() > 1 ? std::sqrt(s.std / static_cast<double>(v.size() - 1)) : 0.0;
-    return s;
-}
-
-std::vector<const LmRun*> cell_runs(const std::vector<LmRun>& runs, const std::string& norm, const std::string& placement,
-                                    int64_t batch) {
-    std::vector<const LmRun*> cell;
-    for (const LmRun& r : runs) {
-        if (r.norm == norm && r.placement == placement && r.batch == batch) cell.push_back(&r);
-    }
-    return cell;
-}
-
 LmGrid make_grid(const LmCompareArgs& a, const std::vector<LmRun>& runs) {
     LmGrid g{a.norms, a.placements, a.batches, a.seeds, a.base.warmup, std::min(a.base.eval_every, a.base.steps),
              a.base.steps, {}, {}};
@@ -174,12 +134,12 @@ LmGrid make_grid(const LmCompareArgs& a, const std::vector<LmRun>& runs) {
         for (const auto& p : a.placements) {
             for (int64_t b : a.batches) {
                 std::vector<double> final_loss, first_loss;
-                for (const LmRun* r : cell_runs(runs, n, p, b)) {
+                for (const LmRun* r : cell_runs(runs, n + "/" + p, b)) {
                     final_loss.push_back(r->final_loss());
                     first_loss.push_back(r->curve.empty() ? NAN : r->curve.front().test_loss);
                 }
-                g.final_loss.push_back(stat_of(final_loss));
-                g.first_loss.push_back(stat_of(first_loss));
+                g.final_loss.push_back(stat_of(finite(final_loss)));
+                g.first_loss.push_back(stat_of(finite(first_loss)));
             }
         }
     }
@@ -227,7 +187,7 @@ std::string curve_table_md(const LmCompareArgs& a, const std::vector<LmRun>& run
     for (const auto& n : a.norms) {
         for (const auto& p : a.placements) {
             for (int64_t b : a.batches) {
-                const auto cell = cell_runs(runs, n, p, b);
+                const auto cell = cell_runs(runs, n + "/" + p, b);
                 if (cell.empty()) continue;
                 t += "| " + row_label(n, p) + " | " + std::to_string(b) + " |";
                 for (int64_t s : steps) {
@@ -237,7 +197,7 @@ std::string curve_table_md(const LmCompareArgs& a, const std::vector<LmRun>& run
                             if (m.step == s) v.push_back(m.test_loss);
                         }
                     }
-                    t += " " + bits_cell(stat_of(v), a.seeds) + " |";
+                    t += " " + bits_cell(stat_of(finite(v)), a.seeds) + " |";
                 }
                 t += "\n";
             }
@@ -251,7 +211,7 @@ std::string curves_chart(const LmCompareArgs& a, const std::vector<LmRun>& runs)
     for (size_t n = 0; n < a.norms.size(); ++n) {
         for (size_t p = 0; p < a.placements.size(); ++p) {
             for (size_t b = 0; b < a.batches.size(); ++b) {
-                const auto cell = cell_runs(runs, a.norms[n], a.placements[p], a.batches[b]);
+                const auto cell = cell_runs(runs, a.norms[n] + "/" + a.placements[p], a.batches[b]);
                 if (cell.empty()) continue;
                 Series s;
                 s.colour = static_cast<int>(n);
@@ -260,7 +220,7 @@ std::string curves_chart(const LmCompareArgs& a, const std::vector<LmRun>& runs)
                 for (size_t e = 0; e < cell.front()->curve.size(); ++e) {
                     std::vector<double> v;
                     for (const LmRun* r : cell) v.push_back(e < r->curve.size() ? r->curve[e].test_loss / kLn2 : NAN);
-                    const CellStat m = stat_of(v);
+                    const CellStat m = stat_of(finite(v));
                     s.x.push_back(static_cast<double>(cell.front()->curve[e].step));
                     s.y.push_back(m.n ? m.mean : NAN);
                     if (a.seeds > 1) s.y_err.push_back(m.std);
@@ -581,74 +541,37 @@ void run_compare_lm(const CLI::App& cmd, const std::string& command_line) {
     a.base.threads = a.base.resolved_threads();
     set_num_threads(a.base.threads);
     const TaskData data = load_task_data(a.base);
-    const TextCorpus& corpus = *data.corpus;
-    // Corpus too short, schedules that cannot run: found now, not after hours of runs.
-    for (const auto& p : a.placements) {
-        for (int64_t b : a.batches) {
-            const RunConfig c = run_config(a, a.norms.front(), p, b, 0);
-            Trainer(c, make_task(c, data, {}));
-        }
-    }
-    const StopOnSignal signals;
-    std::unique_ptr<FolderLock> lock;  // held until the grid ends
-    prepare_output_folder(a.out, "--out", kLmFiles, kLmFiles, a.overwrite, false, lock);
-
-    const int64_t total_runs = static_cast<int64_t>(a.norms.size() * a.placements.size() * a.batches.size()) * a.seeds;
     const bool tty = stdout_is_terminal();
-    std::printf("normnet compare --model lm: %s x %s x batch sizes %s, %s, %s each, %s -> %s/\n",
-                given_option<std::string>(cmd, "--norms", kLmNorms).c_str(), given_option<std::string>(cmd, "--norm-placement", kLmPlacements).c_str(),
-                given_option<std::string>(cmd, "--batch-sizes", kLmBatches).c_str(), plural(a.seeds, "seed").c_str(),
-                plural(a.base.steps, "step").c_str(), plural(total_runs, "run").c_str(), a.out.c_str());
-    std::fflush(stdout);
-    ProgressBar bar("compare lm", total_runs * a.base.steps, a.batches.front() * a.base.model.scalar("context"), tty);
-    const auto start = std::chrono::steady_clock::now();
-    const auto stop = [] { return StopOnSignal::requested() != 0; };
+    const int64_t context = a.base.model.scalar("context");
     std::vector<LmRun> runs;
-    int64_t steps_done = 0;
-    for (int s = 0; s < a.seeds && !stop(); ++s) {
-        for (int64_t batch : a.batches) {
-            for (const auto& placement : a.placements) {
-                for (const auto& norm : a.norms) {
-                    if (stop()) break;
-                    const RunConfig c = run_config(a, norm, placement, batch, s);
-                    Trainer trainer(c, make_task(c, data, {}));
-                    LmRun r{norm, placement, batch, c.seed, {}, "", c.model.scalar("context")};
-                    const int64_t run_base = steps_done;
-                    try {
-                        while (!trainer.finished() && !stop()) {
-                            const auto m = trainer.run_epoch(
-                                [&](int64_t, int64_t, double) { bar.update(run_base + trainer.step(), row_label(norm, placement)); },
-                                stop);
-                            if (!m) break;
-                            r.curve.push_back(*m);
-                        }
-                    } catch (const NonFinite& e) {
-                        r.diverged = e.what();  // a finding (post-LN without warm-up), not a failure of compare
-                    }
-                    steps_done = run_base + trainer.total_steps();
-                    if (stop()) break;  // an unfinished run is left out
-                    runs.push_back(r);
-                    if (!tty) {
-                        std::printf("%-22s batch %4lld seed %llu: %s, %.0f tokens/s\n", row_label(norm, placement).c_str(),
-                                    static_cast<long long>(batch), static_cast<unsigned long long>(r.seed),
-                                    r.diverged.empty() ? val_loss_text(r.final_loss()).c_str() : ("diverged: " + r.diverged).c_str(),
-                                    r.tokens_per_second());
-                        std::fflush(stdout);
-                    }
-                }
-            }
+    GridPlan plan{.batches = a.batches, .seeds = a.seeds, .name = "compare lm", .out = a.out, .files = kLmFiles,
+                  .overwrite = a.overwrite, .diverged_is_result = true,  // post-LN without warm-up: a finding
+                  .samples_per_unit = a.batches.front() * context, .data = &data};
+    for (const auto& placement : a.placements) {  // the order the runs train in
+        for (const auto& norm : a.norms) plan.rows.push_back({norm + "/" + placement, norm, placement, row_label(norm, placement)});
+    }
+    plan.config = [&](const GridRow& row, int64_t batch, int seed) { return run_config(a, row.norm, row.choice, batch, seed); };
+    plan.done = [&](Trainer&, GridRun&& run) {
+        LmRun r;
+        static_cast<GridRun&>(r) = std::move(run);
+        r.norm = r.key.substr(0, r.key.find('/'));
+        r.placement = r.key.substr(r.key.find('/') + 1);
+        r.context = context;
+        runs.push_back(r);
+        if (!tty) {
+            std::printf("%-22s batch %4lld seed %llu: %s, %.0f tokens/s\n", row_label(r.norm, r.placement).c_str(),
+                        static_cast<long long>(r.batch), static_cast<unsigned long long>(r.seed),
+                        r.diverged.empty() ? val_loss_text(r.final_loss()).c_str() : ("diverged: " + r.diverged).c_str(),
+                        r.tokens_per_second());
+            std::fflush(stdout);
         }
-    }
-    bar.finish();
-    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (const int signal = StopOnSignal::requested()) {
-        const std::string finished = std::to_string(runs.size()) + " of " + plural(total_runs, "run");
-        write_outputs(a, runs, total, str("stopped by ", StopOnSignal::name(signal), " after ", finished, "; the runs that did not finish are left out."),
-                      corpus);
-        throw Interrupted(signal, str("normnet: compare stopped by ", StopOnSignal::name(signal), " after ", finished,
-                                      "; their results are in ", a.out, "/ (report.md marked incomplete)"));
-    }
-    write_outputs(a, runs, total, "", corpus);
+    };
+    plan.write = [&](double seconds, const std::string& incomplete) { write_outputs(a, runs, seconds, incomplete, *data.corpus); };
+    plan.header = str("normnet compare --model lm: ", given_option<std::string>(cmd, "--norms", kLmNorms), " x ",
+                      given_option<std::string>(cmd, "--norm-placement", kLmPlacements), " x batch sizes ",
+                      given_option<std::string>(cmd, "--batch-sizes", kLmBatches), ", ", plural(a.seeds, "seed"), ", ",
+                      plural(a.base.steps, "step"), " each, ", plural(plan.total_runs(), "run"), " -> ", a.out, "/");
+    const double total = run_grid(plan);
     const LmGrid g = make_grid(a, runs);
     std::printf("\nFinal validation loss (bits/char):\n\n%s\n%s\n", loss_table_md(g, false).c_str(), lm_findings_md(g).c_str());
     std::printf("wrote %s/results.csv, results.json, curves.csv, report.md, val_loss_curves.svg in %s\n", a.out.c_str(),

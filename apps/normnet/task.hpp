@@ -109,6 +109,8 @@ inline constexpr const char* kTableMetadata = "normnet.table";
 std::shared_ptr<const TableData> load_table(const RunConfig& config);
 /// A table model measured on encoded rows that have the target (this rank's share of them, the
 /// sums reduced over the ranks): loss, and accuracy and confusion or RMSE, MAE and R^2.
+/// A regression's targets as its model learns them: standardised by the training targets' mean and std.
+Tensor standardised(const data::TableSchema& schema, const Tensor& targets);
 Evaluation evaluate_table(Module& model, const data::TableSchema& schema, const data::EncodedTable& rows,
                           const std::string& loss, const Replicas& replicas = {});
 /// What a table model says of encoded inputs: class probabilities [rows, classes], or values

@@ -136,11 +136,6 @@ private:
 
 // ---- tables -----------------------------------------------------------------------------------
 
-// Regression targets are learned standardised by the training targets' mean and std, so that the
-// default recipe suits any units; predictions are mapped back before they are measured.
-Tensor standardised(const data::TableSchema& s, const Tensor& y) {
-    return (y - static_cast<float>(s.target_mean)) * static_cast<float>(1.0 / s.target_std);
-}
 
 Tensor table_loss(const data::TableSchema& s, const std::string& loss, const Tensor& out, const Tensor& targets,
                   float label_smoothing = 0) {
@@ -149,6 +144,12 @@ Tensor table_loss(const data::TableSchema& s, const std::string& loss, const Ten
 }
 
 }  // namespace
+
+// Regression targets are learned standardised by the training targets' mean and std, so that the
+// default recipe suits any units; predictions are mapped back before they are measured.
+Tensor standardised(const data::TableSchema& s, const Tensor& y) {
+    return (y - static_cast<float>(s.target_mean)) * static_cast<float>(1.0 / s.target_std);
+}
 
 Evaluation evaluate_table(Module& model, const data::TableSchema& schema, const data::EncodedTable& rows,
                           const std::string& loss, const Replicas& r) {
