@@ -58,6 +58,11 @@ std::optional<int> thread_count_from(const char* normnet_value, const char* omp_
 
 }  // namespace detail
 
+std::string blas_kernels() {
+    const char* name = openblas_get_corename();
+    return name != nullptr ? name : "";
+}
+
 void set_num_threads(int threads) {
     NORMNET_CHECK(threads > 0 && threads <= kMaxThreads, "set_num_threads: the thread count must be from 1 to ",
                   kMaxThreads, ", got ", threads);

@@ -13,14 +13,13 @@
 // --context 16 --d-model 16 --layers 1 --heads 2 --batch-size 4 --warmup 4 --schedule constant
 // --dropout 0.1 --threads 1. The expected figures are those of the straight runs (--epochs 2,
 // --steps 20) of the same program, with OpenBLAS's Cooperlake kernels (what OpenBLAS 0.3.21 picks
-// on a Zen 4). On a Zen 5 (CPU family 1Ah, which 0.3.21 does not know) it picks its Haswell
-// kernels, whose products round otherwise in the CNN's, ViT's, LSTM's and LM's shapes; there their expected
-// figures are the resumed runs' own bits (no straight run can share a first epoch computed with
-// the Cooperlake kernels), so that any change to what a resume computes still shows.
+// on AVX-512 CPUs with BF16). An environment may name other kernels: with OPENBLAS_CORETYPE=Haswell
+// (and OPENBLAS_L2_SIZE=512) the products of the CNN, ViT, LSTM and LM round otherwise; there their
+// expected figures are the resumed runs' own bits (no straight run can share a first epoch computed
+// with the Cooperlake kernels), so that any change to what a resume computes still shows.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstring>
-#include <dlfcn.h>
 
 #include "cli_helpers.hpp"
 #include "normnet/normnet.hpp"
@@ -55,13 +54,6 @@ using namespace normnet::test;
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     return hex;
-}
-
-// The kernels OpenBLAS chose for this CPU ("Cooperlake", "Haswell"...), "" if it cannot say.
-[[maybe_unused]] std::string blas_core() {
-    using CoreName = char* (*)();
-    const auto f = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-    return f != nullptr ? f() : "";
 }
 
 struct Expected {
@@ -120,7 +112,8 @@ TEST_CASE("compat: today's checkpoints of every model resume into their straight
           "[[5,4.005273246765137,3.8576944575590244,0.001],[10,3.8509202003479004,3.6994530032662785,0.001],"
           "[15,3.712164831161499,3.5985571917365577,0.001],[20,3.6442122936248778,3.527386525098015,0.001]]"}},
     };
-    const std::string core = blas_core();
+    // The program runs in this process's environment, so with the same kernels.
+    const std::string core = normnet::blas_kernels();
     // Other kernels round the products otherwise: those bits were never recorded.
     if (core != "Cooperlake" && core != "Haswell") NORMNET_SKIP("OpenBLAS chose its " << core << " kernels; the fixtures' bits are those of its Cooperlake and Haswell kernels");
     for (const Fixture& f : fixtures) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "normnet/threads.hpp"
 #include "normnet/error.hpp"
 #include "replicas.hpp"
 #include "signals.hpp"
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
     const auto prefix = [] { return normnet::cli::error_prefix(); };
     normnet::cli::Replicas::from_environment();
     CLI::App app{"normnet: train and compare small neural networks on a CPU"};
-    app.set_version_flag("--version", std::string("normnet ") + NORMNET_VERSION);
+    app.set_version_flag("--version", std::string("normnet ") + NORMNET_VERSION + " (OpenBLAS " + normnet::blas_kernels() + " kernels)");
     app.require_subcommand(1);
     normnet::cli::add_train_command(app);
     normnet::cli::add_eval_command(app);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "normnet/export.hpp"
 
@@ -28,6 +29,10 @@ inline constexpr int kMaxThreads = 1024;
 NORMNET_API void set_num_threads(int threads);
 /// The current thread count: set_num_threads's, else default_num_threads().
 NORMNET_API int get_num_threads();
+/// The kernel set OpenBLAS runs in this process ("Cooperlake", "SkylakeX", "Haswell", ...): it
+/// picks one by the CPU when it loads, unless OPENBLAS_CORETYPE names one. It sets the speed of
+/// the matrix products and, with the block sizes (OPENBLAS_L2_SIZE), their rounding.
+NORMNET_API std::string blas_kernels();
 /// The count before any set_num_threads: NORMNET_NUM_THREADS, else OMP_NUM_THREADS, else
 /// available_cpus() (the order above). Throws normnet::Error for a bad NORMNET_NUM_THREADS.
 NORMNET_API int default_num_threads();
