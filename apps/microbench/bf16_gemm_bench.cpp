@@ -3,7 +3,8 @@
 // forward, weight and input gradients; a convolution's per-image products once per image) is
 // timed on one thread as OpenBLAS's float32 sgemm, as oneDNN's float32 matmul, and as oneDNN's
 // matmul on bfloat16 operands with float32 results (plain row-major operands, as a training step hands them over), and the
-// float32 -> bfloat16 conversion of both operands that a step would add, also by oneDNN. A
+// float32 -> bfloat16 conversion of both operands that a step would add, also by oneDNN; and
+// normnet's own product under AutocastGuard (the same, with its plan lookup). A
 // benchmark program for a quiet machine, not a test.
 //
 //   bf16_gemm_bench [--models mlp,cnn,vit,lm] [--batch 128] [--lm-batch 32] [--seconds 0.2]
@@ -19,7 +20,9 @@
 #include <vector>
 
 #include "models.hpp"
+#include "normnet/autocast.hpp"
 #include "normnet/gemm_floor.hpp"
+#include "ops/gemm.hpp"
 
 namespace {
 
@@ -48,7 +51,7 @@ dnnl::memory::desc operand(int64_t rows, int64_t cols, bool transposed, dt type)
 }
 
 struct Times {
-    double f32 = 0, dnnl_f32 = 0, bf16 = 0, convert = 0;
+    double f32 = 0, dnnl_f32 = 0, bf16 = 0, convert = 0, autocast = 0;
 };
 
 // One product C[M, N] = op(A)[M, K] op(B)[K, N], in both precisions.
@@ -87,6 +90,16 @@ Times time_product(const normnet::bench::Product& p, const dnnl::engine& eng, dn
             s.wait();
         },
         budget);
+    // normnet's own product under AutocastGuard: conversions, plan lookup and all.
+    {
+        normnet::AutocastGuard bf16;
+        t.autocast = median_seconds(
+            [&] {
+                normnet::detail::gemm(p.ta, p.tb, M, N, K, 1.0f, a.data(), p.ta ? M : K, b.data(), p.tb ? K : N, 0.0f, c.data(),
+                                      N);
+            },
+            budget);
+    }
     t.convert = median_seconds(
         [&] {
             to_a.execute(s, A32, A16);
@@ -131,8 +144,8 @@ int main(int argc, char** argv) {
     std::printf("One training step's matrix products, one thread: OpenBLAS sgemm (%s kernels) against oneDNN %d.%d bf16 matmul\n\n",
                 openblas_get_corename(), dnnl_version()->major, dnnl_version()->minor);
     std::printf("| model | batch | products | OpenBLAS float32 ms | oneDNN float32 ms | oneDNN bf16 ms | bf16 + conversions ms "
-                "| OpenBLAS f32 / bf16 | oneDNN f32 / bf16 | OpenBLAS f32 / (bf16 + conversions) |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "| normnet under AutocastGuard ms | OpenBLAS f32 / bf16 | oneDNN f32 / bf16 | OpenBLAS f32 / AutocastGuard |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     std::map<std::string, Times> cache;  // by shape: the step repeats its shapes
     for (const std::string& type : split(models)) {
         normnet::cli::ModelSpec spec = normnet::cli::ModelSpec::defaults(type);
@@ -152,14 +165,15 @@ int main(int argc, char** argv) {
                     step.dnnl_f32 += repeat * t.dnnl_f32;
                     step.bf16 += repeat * t.bf16;
                     step.convert += repeat * t.convert;
+                    step.autocast += repeat * t.autocast;
                     count += static_cast<int64_t>(repeat);
                 }
             }
         }
-        std::printf("| %s | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.2fx |\n", type.c_str(),
+        std::printf("| %s | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.2fx |\n", type.c_str(),
                     static_cast<long long>(b), static_cast<long long>(count), 1e3 * step.f32, 1e3 * step.dnnl_f32, 1e3 * step.bf16,
-                    1e3 * (step.bf16 + step.convert), step.f32 / step.bf16, step.dnnl_f32 / step.bf16,
-                    step.f32 / (step.bf16 + step.convert));
+                    1e3 * (step.bf16 + step.convert), 1e3 * step.autocast, step.f32 / step.bf16, step.dnnl_f32 / step.bf16,
+                    step.f32 / step.autocast);
         std::fflush(stdout);
     }
     return 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "normnet/arg.hpp"
+#include "normnet/autocast.hpp"
 #include "normnet/autograd.hpp"
 #include "normnet/checkpoint.hpp"
 #include "normnet/data.hpp"

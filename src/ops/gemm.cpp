@@ -1,5 +1,6 @@
-// The one sgemm wrapper: OpenBLAS single-threaded, large products split into per-thread blocks
-// of rows or columns of C on normnet's pool (two pools on two cores would take turns).
+// The one sgemm wrapper: OpenBLAS single-threaded (or under bfloat16 autocast oneDNN, also on one
+// thread: gemm_bf16.cpp), large products split into per-thread blocks of rows or columns of C on
+// normnet's pool (two pools on two cores would take turns).
 #include "gemm.hpp"
 
 #include <cblas.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 
 #include "../parallel.hpp"
+#include "normnet/autocast.hpp"
 
 namespace normnet::detail {
 namespace {
@@ -20,6 +22,16 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
                 static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
                 static_cast<blasint>(std::max<int64_t>(lda, 1)), B, static_cast<blasint>(std::max<int64_t>(ldb, 1)),
                 beta, C, static_cast<blasint>(std::max<int64_t>(ldc, 1)));
+}
+
+using Kernel = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
+                       float*, int64_t);
+
+Kernel kernel() {
+#ifdef NORMNET_WITH_DNNL
+    if (matmul_precision() == MatmulPrecision::bfloat16) return gemm_bf16;
+#endif
+    return sgemm;
 }
 
 }  // namespace
@@ -36,20 +48,21 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
         return;
     }
     use_single_threaded_blas();
+    const Kernel product = kernel();
     if (pool_threads() == 1 || 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) <
                                    kParallelGemmFlops) {
-        sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        product(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     if (N >= M) {
         // Column blocks of C: columns [b, e) of op(B), all of op(A).
         parallel_for(N, 16, [&](int64_t b, int64_t e) {
-            sgemm(trans_a, trans_b, M, e - b, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta, C + b, ldc);
+            product(trans_a, trans_b, M, e - b, K, alpha, A, lda, trans_b ? B + b * ldb : B + b, ldb, beta, C + b, ldc);
         }, 16);
     } else {
         // Row blocks of C: rows [b, e) of op(A), all of op(B).
         parallel_for(M, 8, [&](int64_t b, int64_t e) {
-            sgemm(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
+            product(trans_a, trans_b, e - b, N, K, alpha, trans_a ? A + b : A + b * lda, lda, B, ldb, beta, C + b * ldc, ldc);
         }, 8);
     }
 }
