@@ -117,7 +117,9 @@ void check_in_runtimes(const std::vector<Exported>& models, const Split& split, 
             INFO(m.label << " in ONNX Runtime: " << ort << " (" << a.near_ties
                          << " differing rows are near ties: normnet's two largest within the tolerance)");
             CHECK(a.max_rel <= kTolerance);
-            CHECK(a.same_argmax == a.rows);
+            // A row whose two largest logits are within the tolerance may pick either: a tie, not
+            // a difference (clang's sums against GCC's flipped one of 131,264 LM positions).
+            CHECK(a.same_argmax + a.near_ties == a.rows);
         }
         if (no_cv.empty()) {
             oc::RuntimeResult r = oc::run_model(oc::Runtime::opencv, job);
