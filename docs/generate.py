@@ -136,8 +136,13 @@ def provenance(what):
             f"load average {os.getloadavg()[0]:.1f} at the end; commit {commit}.*")
 
 
+# The folder a run names after its start ("runs/2026-12-03_12-10-09"): shown as runs/<started>, so
+# that a block carries no date (the commit in its provenance dates it).
+STARTED = re.compile(r"(runs/(?:\w+_)?)\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d")
+
+
 def text_block(command, out):
-    return f"```text\n$ {command}\n{out}\n```"
+    return STARTED.sub(r"\1<started>", f"```text\n$ {command}\n{out}\n```")
 
 
 def run_folder(out):
