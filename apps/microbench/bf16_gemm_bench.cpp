@@ -10,8 +10,6 @@
 //   bf16_gemm_bench [--models mlp,cnn,vit,lm] [--batch 128] [--lm-batch 32] [--seconds 0.2]
 #include <cblas.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -19,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "models.hpp"
 #include "normnet/autocast.hpp"
 #include "normnet/gemm_floor.hpp"
@@ -26,23 +25,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using dt = dnnl::memory::data_type;
-
-// The median seconds of `f` over repetitions filling about `budget` seconds (at least 3).
-template <class F>
-double median_seconds(F f, double budget) {
-    f();  // warm-up
-    std::vector<double> t;
-    const auto start = Clock::now();
-    while (t.size() < 3 || (std::chrono::duration<double>(Clock::now() - start).count() < budget && t.size() < 1000)) {
-        const auto s = Clock::now();
-        f();
-        t.push_back(std::chrono::duration<double>(Clock::now() - s).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 // An M x K operand (transposed: stored K x M) as oneDNN's row-major memory of `type`.
 dnnl::memory::desc operand(int64_t rows, int64_t cols, bool transposed, dt type) {
@@ -59,7 +42,7 @@ Times time_product(const normnet::bench::Product& p, const dnnl::engine& eng, dn
     const int64_t M = p.M, N = p.N, K = p.K;
     std::vector<float> a(static_cast<size_t>(M * K), 0.5f), b(static_cast<size_t>(K * N), 0.25f), c(static_cast<size_t>(M * N));
     Times t;
-    t.f32 = median_seconds(
+    t.f32 = bench::time_case(
         [&] {
             cblas_sgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
                         static_cast<int>(N), static_cast<int>(K), 1.0f, a.data(), static_cast<int>(p.ta ? M : K), b.data(),
@@ -78,13 +61,13 @@ Times time_product(const normnet::bench::Product& p, const dnnl::engine& eng, dn
     to_a.execute(s, A32, A16);
     to_b.execute(s, B32, B16);
     s.wait();
-    t.dnnl_f32 = median_seconds(
+    t.dnnl_f32 = bench::time_case(
         [&] {
             mm32.execute(s, {{DNNL_ARG_SRC, A32}, {DNNL_ARG_WEIGHTS, B32}, {DNNL_ARG_DST, C}});
             s.wait();
         },
         budget);
-    t.bf16 = median_seconds(
+    t.bf16 = bench::time_case(
         [&] {
             mm.execute(s, {{DNNL_ARG_SRC, A16}, {DNNL_ARG_WEIGHTS, B16}, {DNNL_ARG_DST, C}});
             s.wait();
@@ -93,14 +76,14 @@ Times time_product(const normnet::bench::Product& p, const dnnl::engine& eng, dn
     // normnet's own product under AutocastGuard: conversions, plan lookup and all.
     {
         normnet::AutocastGuard bf16;
-        t.autocast = median_seconds(
+        t.autocast = bench::time_case(
             [&] {
                 normnet::detail::gemm(p.ta, p.tb, M, N, K, 1.0f, a.data(), p.ta ? M : K, b.data(), p.tb ? K : N, 0.0f, c.data(),
                                       N);
             },
             budget);
     }
-    t.convert = median_seconds(
+    t.convert = bench::time_case(
         [&] {
             to_a.execute(s, A32, A16);
             to_b.execute(s, B32, B16);
@@ -108,16 +91,6 @@ Times time_product(const normnet::bench::Product& p, const dnnl::engine& eng, dn
         },
         budget);
     return t;
-}
-
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> v;
-    for (size_t at = 0; at <= s.size();) {
-        const size_t comma = std::min(s.find(',', at), s.size());
-        if (comma > at) v.push_back(s.substr(at, comma - at));
-        at = comma + 1;
-    }
-    return v;
 }
 
 }  // namespace
@@ -147,7 +120,7 @@ int main(int argc, char** argv) {
                 "| normnet under AutocastGuard ms | OpenBLAS f32 / bf16 | oneDNN f32 / bf16 | OpenBLAS f32 / AutocastGuard |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     std::map<std::string, Times> cache;  // by shape: the step repeats its shapes
-    for (const std::string& type : split(models)) {
+    for (const std::string& type : bench::split(models)) {
         normnet::cli::ModelSpec spec = normnet::cli::ModelSpec::defaults(type);
         if (spec.inputs == 0) spec.inputs = spec.classes = 96;  // the LM: a corpus's vocabulary
         const int64_t b = type == "lm" ? lm_batch : batch;
